@@ -1,0 +1,81 @@
+package v1alpha1
+
+// Condition types. Every condition carries the observedGeneration it describes.
+const (
+	// ConditionReady summarises: every service answers its probe with the published credentials.
+	ConditionReady = "Ready"
+	// ConditionImagesReady is true when every service's image is present on the Docker host.
+	ConditionImagesReady = "ImagesReady"
+	// ConditionContainersRunning is true when every service container exists and runs.
+	ConditionContainersRunning = "ContainersRunning"
+	// ConditionServicesReady is true when every probe and feature verification passed.
+	ConditionServicesReady = "ServicesReady"
+	// ConditionOwnerAlive is true while the owner container runs.
+	ConditionOwnerAlive = "OwnerAlive"
+	// ConditionReconciling is kstatus' abnormal-true condition: work is in progress.
+	ConditionReconciling = "Reconciling"
+	// ConditionStalled is kstatus' abnormal-true condition: no retry can make progress.
+	ConditionStalled = "Stalled"
+)
+
+// Reasons of the Ready condition.
+const (
+	// ReasonReady: every service is ready.
+	ReasonReady = "Ready"
+	// ReasonProvisioning: images, containers or probes are still in progress.
+	ReasonProvisioning = "Provisioning"
+	// ReasonFailed: a service failed in a way the message explains.
+	ReasonFailed = "Failed"
+	// ReasonDeleting: the Sandbox is being torn down.
+	ReasonDeleting = "Deleting"
+	// ReasonOwnerGone: the owner container has been gone for the grace period.
+	ReasonOwnerGone = "OwnerGone"
+)
+
+// Reasons of the ImagesReady condition.
+const (
+	// ReasonPresent: every image is on the Docker host.
+	ReasonPresent = "Present"
+	// ReasonPulling: an image is being pulled; the message names it and the time elapsed.
+	ReasonPulling = "Pulling"
+	// ReasonPullFailed: a pull failed; the message carries the registry's error.
+	ReasonPullFailed = "PullFailed"
+)
+
+// Reasons of the ContainersRunning condition.
+const (
+	// ReasonRunning: every container runs (also OwnerAlive's reason when the owner runs).
+	ReasonRunning = "Running"
+	// ReasonCreating: a container is being created or started.
+	ReasonCreating = "Creating"
+	// ReasonExited: a container exited; the message has its exit code and last log lines.
+	ReasonExited = "Exited"
+	// ReasonNameConflict: a container with the service's name belongs to another live Sandbox.
+	ReasonNameConflict = "NameConflict"
+)
+
+// Reasons of the ServicesReady condition.
+const (
+	// ReasonProbing: a service has not yet answered its readiness probe.
+	ReasonProbing = "Probing"
+	// ReasonProbeTimeout: a service did not answer within its engine's deadline.
+	ReasonProbeTimeout = "ProbeTimeout"
+	// ReasonFeatureVerifyFailed: a requested feature is missing after activation.
+	ReasonFeatureVerifyFailed = "FeatureVerifyFailed"
+)
+
+// Reasons of the OwnerAlive condition.
+const (
+	// ReasonMissing: the owner container is missing or not running (since ownerMissingSince).
+	ReasonMissing = "Missing"
+	// ReasonNoOwner: owner tracking is off (owner.policy None).
+	ReasonNoOwner = "NoOwner"
+)
+
+// Reasons shared by several conditions.
+const (
+	// ReasonDockerUnavailable: the Docker host does not answer; retried with backoff.
+	ReasonDockerUnavailable = "DockerUnavailable"
+	// ReasonInvalidSpec: the spec asks for something the manager does not allow (e.g. memory above its maximum).
+	ReasonInvalidSpec = "InvalidSpec"
+)

@@ -1,0 +1,229 @@
+package v1alpha1
+
+import (
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Note: the enums below must equal internal/engine's registry; a parity test reads the generated CRD.
+// +kubebuilder:validation:Enum=postgres;redis;mongo
+
+// Engine names a database engine from the controller's engine registry.
+type Engine string
+
+// +kubebuilder:validation:Enum=vector;postgis;pg_trgm;citext;uuid-ossp;search;json;bloom
+
+// Feature names an extension (postgres) or module (redis) from the engine's allowlist.
+type Feature string
+
+// OwnerPolicy says whether a Sandbox lives and dies with an owner container.
+// +kubebuilder:validation:Enum=Container;None
+type OwnerPolicy string
+
+const (
+	// OwnerPolicyContainer deletes the Sandbox once its owner container has been gone for the grace period.
+	OwnerPolicyContainer OwnerPolicy = "Container"
+	// OwnerPolicyNone tracks no owner container; only deletion or the ttl end the Sandbox.
+	OwnerPolicyNone OwnerPolicy = "None"
+)
+
+// SandboxSpec is what the agent (or its orchestrator) asks for.
+// +kubebuilder:validation:XValidation:rule="!has(self.owner) || !has(self.owner.policy) || self.owner.policy != 'None' || !has(self.owner.containerName)",message="owner.containerName must be empty when owner.policy is None"
+type SandboxSpec struct {
+	// agentID identifies the agent the services are for. It names the containers
+	// (roboco-sandbox-<slug>-<agentID>) and, by default, the owner container.
+	// Lowercase letters, digits and '-', at most 63 characters; immutable.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')",message="agentID must consist of lowercase letters, digits and '-', and start and end with a letter or digit (e.g. be-dev-1)"
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="agentID is immutable: delete the Sandbox and create a new one"
+	AgentID string `json:"agentID"`
+
+	// owner is what the Sandbox lives and dies with. By default the owner is the
+	// container named by the manager's owner template applied to agentID.
+	// +optional
+	// +kubebuilder:default={}
+	Owner *OwnerSpec `json:"owner,omitempty"`
+
+	// services lists the database services to run, at most one per engine.
+	// +required
+	// +listType=map
+	// +listMapKey=engine
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=16
+	Services []ServiceSpec `json:"services"`
+
+	// network is the Docker network the service containers join, with their
+	// container name as DNS alias. Default: the manager's --default-network.
+	// +optional
+	// +kubebuilder:validation:MaxLength=128
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-zA-Z0-9][a-zA-Z0-9_.-]*$')",message="network must be a Docker network name: letters, digits, '_', '.' and '-', starting with a letter or digit"
+	Network string `json:"network,omitempty"`
+
+	// ttl is a hard expiry counted from creation: past it the Sandbox deletes itself.
+	// A positive Go duration such as 30m or 4h.
+	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]+([.][0-9]+)?(ns|us|ms|s|m|h))+$') && duration(self) > duration('0s')",message="ttl must be a positive duration such as 90s, 30m or 4h"
+	TTL *metav1.Duration `json:"ttl,omitempty"`
+}
+
+// OwnerSpec names the owner container and how long it may be gone.
+type OwnerSpec struct {
+	// policy is Container (default: the Sandbox is deleted once the owner container
+	// has been missing for gracePeriod) or None (no owner tracking).
+	// +optional
+	// +kubebuilder:default=Container
+	Policy OwnerPolicy `json:"policy,omitempty"`
+
+	// containerName is the Docker container the Sandbox belongs to.
+	// Default: the manager's --owner-template applied to agentID (roboco-agent-<agentID>).
+	// +optional
+	// +kubebuilder:validation:MaxLength=128
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-zA-Z0-9][a-zA-Z0-9_.-]*$')",message="containerName must be a Docker container name: letters, digits, '_', '.' and '-', starting with a letter or digit"
+	ContainerName string `json:"containerName,omitempty"`
+
+	// gracePeriod is how long the owner container may be missing before the
+	// Sandbox is deleted. A positive Go duration such as 180s. Default: the manager's --grace-period.
+	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]+([.][0-9]+)?(ns|us|ms|s|m|h))+$') && duration(self) > duration('0s')",message="gracePeriod must be a positive duration such as 180s or 5m"
+	GracePeriod *metav1.Duration `json:"gracePeriod,omitempty"`
+}
+
+// Note: the allowlists must equal internal/engine's; a parity test reads the generated CRD.
+// +kubebuilder:validation:XValidation:rule="self.engine != 'postgres' || !has(self.features) || self.features.all(f, f in ['vector', 'postgis', 'pg_trgm', 'citext', 'uuid-ossp'])",message="postgres features must be among: vector, postgis, pg_trgm, citext, uuid-ossp"
+// +kubebuilder:validation:XValidation:rule="self.engine != 'redis' || !has(self.features) || self.features.all(f, f in ['search', 'json', 'bloom'])",message="redis features must be among: search, json, bloom"
+// +kubebuilder:validation:XValidation:rule="self.engine != 'mongo' || !has(self.features) || self.features.all(f, f in [])",message="mongo supports no features"
+
+// ServiceSpec is one database service of a Sandbox.
+type ServiceSpec struct {
+	// engine is the database engine: postgres, redis or mongo.
+	// +required
+	Engine Engine `json:"engine"`
+
+	// features are extensions (postgres: vector, postgis, pg_trgm, citext, uuid-ossp)
+	// or modules (redis: search, json, bloom) activated and verified after start.
+	// Any feature selects the engine's kitchen-sink image.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=8
+	Features []Feature `json:"features,omitempty"`
+
+	// resources caps the service container. Unset values take the manager's
+	// defaults; values above the manager's maxima are refused.
+	// +optional
+	Resources *ServiceResources `json:"resources,omitempty"`
+}
+
+// ServiceResources are the memory and CPU caps of a service container.
+type ServiceResources struct {
+	// memory is the container's memory limit, e.g. 512Mi.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="isQuantity(string(self)) && quantity(string(self)).isGreaterThan(quantity('0'))",message="memory must be a positive quantity such as 256Mi or 1Gi"
+	Memory *resource.Quantity `json:"memory,omitempty"`
+
+	// cpu is the container's CPU limit in cores, e.g. 1 or 500m.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="isQuantity(string(self)) && quantity(string(self)).isGreaterThan(quantity('0'))",message="cpu must be a positive quantity such as 500m or 2"
+	CPU *resource.Quantity `json:"cpu,omitempty"`
+}
+
+// SandboxStatus is what the controller observed and did.
+type SandboxStatus struct {
+	// observedGeneration is the metadata.generation this status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// conditions are Ready (the summary), ImagesReady, ContainersRunning,
+	// ServicesReady, OwnerAlive, and kstatus' Reconciling and Stalled.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// services reports each service's container and endpoint.
+	// +optional
+	// +listType=map
+	// +listMapKey=engine
+	Services []ServiceStatus `json:"services,omitempty"`
+
+	// secretName is the Secret in the Sandbox's namespace holding the
+	// ROBOCO_TEST_* connection variables (credentials never appear in status).
+	// +optional
+	SecretName string `json:"secretName,omitempty"`
+
+	// ownerMissingSince is when the owner container was first seen missing or
+	// stopped; cleared when it is back.
+	// +optional
+	OwnerMissingSince *metav1.Time `json:"ownerMissingSince,omitempty"`
+}
+
+// ServiceStatus is the observed state of one service.
+type ServiceStatus struct {
+	// engine is the service's engine.
+	Engine Engine `json:"engine"`
+	// containerName is the Docker container's name, roboco-sandbox-<slug>-<agentID>.
+	// +optional
+	ContainerName string `json:"containerName,omitempty"`
+	// containerID is the Docker container's ID.
+	// +optional
+	ContainerID string `json:"containerID,omitempty"`
+	// image is the image the container runs.
+	// +optional
+	Image string `json:"image,omitempty"`
+	// host is the name agents on the same Docker network connect to.
+	// +optional
+	Host string `json:"host,omitempty"`
+	// port is the service's port on host.
+	// +optional
+	Port int32 `json:"port,omitempty"`
+	// ready is true once the service answered its probe with the published credentials
+	// and its features are verified.
+	Ready bool `json:"ready"`
+	// features are the activated and verified features.
+	// +optional
+	// +listType=set
+	Features []Feature `json:"features,omitempty"`
+	// restarts counts how often the container was recreated after it died or vanished.
+	// +optional
+	Restarts int32 `json:"restarts,omitempty"`
+}
+
+// Sandbox is a set of throwaway database services for one AI coding agent,
+// run as containers on the controller's Docker host.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=sbx,categories=all
+// +kubebuilder:printcolumn:name="Agent",type=string,JSONPath=`.spec.agentID`
+// +kubebuilder:printcolumn:name="Services",type=string,JSONPath=`.spec.services[*].engine`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type Sandbox struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// spec is the desired set of services.
+	// +required
+	Spec SandboxSpec `json:"spec"`
+
+	// status is the observed state, written by the controller.
+	// +optional
+	Status SandboxStatus `json:"status,omitempty"`
+}
+
+// SandboxList is a list of Sandboxes.
+// +kubebuilder:object:root=true
+type SandboxList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []Sandbox `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&Sandbox{}, &SandboxList{})
+}

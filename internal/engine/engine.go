@@ -1,0 +1,165 @@
+// Package engine describes the database engines a Sandbox can run: images, container
+// settings, readiness probes, feature activation and the ROBOCO_TEST_* variables each
+// publishes. It is pure data and string building: it knows nothing of Docker or
+// Kubernetes, so the CRD, the reconciler, teardown and the sweep can all iterate it.
+//
+// Adding an engine is one type implementing Engine plus one line in registry.
+package engine
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Engine is one database engine.
+type Engine interface {
+	// Name is the engine's API name (spec.services[].engine).
+	Name() string
+	// Slug names the container: roboco-sandbox-<slug>-<agentID>.
+	Slug() string
+	// Images are the default images; the operator may override them.
+	Images() Images
+	// Port is the TCP port the service listens on inside its container.
+	Port() int
+	// Tmpfs maps in-container paths to tmpfs mount options: data never touches disk.
+	Tmpfs() map[string]string
+	// Features is the allowlist of features this engine can activate.
+	Features() []string
+	// Env is the container environment for a service with this password.
+	Env(password string) []string
+	// Command is the container command (nil keeps the image's) for this password and features.
+	Command(password string, features []string) []string
+	// Probe is the readiness check, run inside the container against addr, the
+	// container's own non-loopback address on its network.
+	Probe(password, addr string) Step
+	// ProbeDeadline is how long after start the service may take to answer its probe.
+	ProbeDeadline() time.Duration
+	// ActivateFeatures returns the steps that enable features after readiness; an error
+	// names any feature outside the allowlist.
+	ActivateFeatures(password, addr string, features []string) ([]Step, error)
+	// VerifyFeatures returns a static step listing what is active, and a parser that maps
+	// its stdout back to feature names.
+	VerifyFeatures(password, addr string) (Step, func(stdout string) []string)
+	// Publish returns the ROBOCO_TEST_* variables an agent uses to connect to host.
+	Publish(host, password string) map[string]string
+	// PasswordKey is the published variable that holds the password.
+	PasswordKey() string
+}
+
+// Images are an engine's light image and the kitchen-sink image any feature selects.
+type Images struct {
+	Default     string
+	KitchenSink string
+}
+
+// For returns the image for a service requesting these features.
+func (i Images) For(features []string) string {
+	if len(features) > 0 && i.KitchenSink != "" {
+		return i.KitchenSink
+	}
+	return i.Default
+}
+
+// Step is one command run inside a service container.
+type Step struct {
+	// Argv is the command; it never carries a password where the engine has another way.
+	Argv []string
+	// Env is the exec's own environment (KEY=value), the way secrets reach the command.
+	Env []string
+	// Timeout bounds one run of the step.
+	Timeout time.Duration
+	// Expect, when set, must appear in stdout for the step to count as passed.
+	Expect string
+}
+
+// Passed says whether a run of the step with this exit code and stdout succeeded.
+func (s Step) Passed(exitCode int, stdout string) bool {
+	return exitCode == 0 && (s.Expect == "" || strings.Contains(stdout, s.Expect))
+}
+
+// ContainerName is the deterministic, upstream-compatible name of a service container.
+func ContainerName(e Engine, agentID string) string {
+	return "roboco-sandbox-" + e.Slug() + "-" + agentID
+}
+
+// NewPassword returns 192 random bits, hex-encoded so it needs no quoting in URIs or shells.
+func NewPassword() (string, error) {
+	b := make([]byte, 24)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("generating password: %w", err)
+	}
+	return hex.EncodeToString(b), nil
+}
+
+// registry holds every engine, in the order they are reported.
+var registry = []Engine{
+	postgres{},
+	redis{},
+	mongo{},
+}
+
+// All returns every registered engine.
+func All() []Engine { return slices.Clone(registry) }
+
+// Names returns the registered engine names.
+func Names() []string {
+	names := make([]string, len(registry))
+	for i, e := range registry {
+		names[i] = e.Name()
+	}
+	return names
+}
+
+// Lookup returns the engine with this name.
+func Lookup(name string) (Engine, bool) {
+	for _, e := range registry {
+		if e.Name() == name {
+			return e, true
+		}
+	}
+	return nil, false
+}
+
+// CheckFeatures returns an error naming every feature outside e's allowlist, and what is allowed.
+func CheckFeatures(e Engine, features []string) error {
+	var bad []string
+	for _, f := range features {
+		if !slices.Contains(e.Features(), f) {
+			bad = append(bad, f)
+		}
+	}
+	if len(bad) == 0 {
+		return nil
+	}
+	allowed := "none"
+	if len(e.Features()) > 0 {
+		allowed = strings.Join(e.Features(), ", ")
+	}
+	return fmt.Errorf("%s does not support feature(s) %s; allowed: %s", e.Name(), strings.Join(bad, ", "), allowed)
+}
+
+// Missing returns the requested features absent from active.
+func Missing(requested, active []string) []string {
+	var missing []string
+	for _, f := range requested {
+		if !slices.Contains(active, f) {
+			missing = append(missing, f)
+		}
+	}
+	return missing
+}
+
+// lines splits command output into trimmed, non-empty lines.
+func lines(s string) []string {
+	var out []string
+	for l := range strings.SplitSeq(s, "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			out = append(out, l)
+		}
+	}
+	return out
+}

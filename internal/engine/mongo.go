@@ -1,0 +1,79 @@
+package engine
+
+import (
+	"net"
+	"net/url"
+	"strconv"
+	"time"
+)
+
+const (
+	mongoUser   = "sandbox"
+	mongoAuthDB = "admin"
+)
+
+type mongo struct{}
+
+func (mongo) Name() string { return "mongo" }
+func (mongo) Slug() string { return "mongo" }
+
+// Images: there is no mongo:8-alpine (upstream shipped that tag and learned it the
+// hard way) and no kitchen-sink image, since mongo has no features.
+func (mongo) Images() Images { return Images{Default: "mongo:8"} }
+func (mongo) Port() int      { return 27017 }
+
+// Tmpfs covers both of the image's VOLUMEs, so no anonymous volume is created.
+func (mongo) Tmpfs() map[string]string {
+	return map[string]string{"/data/db": "", "/data/configdb": ""}
+}
+func (mongo) Features() []string { return nil }
+func (mongo) Env(password string) []string {
+	return []string{"MONGO_INITDB_ROOT_USERNAME=" + mongoUser, "MONGO_INITDB_ROOT_PASSWORD=" + password}
+}
+func (mongo) Command(string, []string) []string { return nil }
+
+// Probe authenticates and pings over TCP on the container's own address. Note: the
+// image's init phase runs a temporary mongod bound to 127.0.0.1 only, so this cannot
+// pass before the real server runs. The URI, password included, reaches mongosh
+// through the exec's environment, never its argv.
+func (m mongo) Probe(password, addr string) Step {
+	return Step{
+		Argv: []string{"mongosh", "--nodb", "--quiet", "--eval",
+			"print(connect(process.env.SANDBOX_PROBE_URI).adminCommand({ping: 1}).ok)"},
+		Env:     []string{"SANDBOX_PROBE_URI=" + m.uri(password, addr)},
+		Timeout: 10 * time.Second,
+		Expect:  "1",
+	}
+}
+func (mongo) ProbeDeadline() time.Duration { return 60 * time.Second }
+
+func (m mongo) ActivateFeatures(_, _ string, features []string) ([]Step, error) {
+	return nil, CheckFeatures(m, features)
+}
+
+// VerifyFeatures has nothing to list: mongo has no features.
+func (mongo) VerifyFeatures(string, string) (Step, func(string) []string) {
+	return Step{}, func(string) []string { return nil }
+}
+
+func (m mongo) Publish(host, password string) map[string]string {
+	return map[string]string{
+		"ROBOCO_TEST_MONGO_HOST":     host,
+		"ROBOCO_TEST_MONGO_PORT":     strconv.Itoa(m.Port()),
+		"ROBOCO_TEST_MONGO_USER":     mongoUser,
+		"ROBOCO_TEST_MONGO_PASSWORD": password,
+		"ROBOCO_TEST_MONGO_AUTH_DB":  mongoAuthDB,
+	}
+}
+func (mongo) PasswordKey() string { return "ROBOCO_TEST_MONGO_PASSWORD" }
+
+func (m mongo) uri(password, addr string) string {
+	u := url.URL{
+		Scheme:   "mongodb",
+		User:     url.UserPassword(mongoUser, password),
+		Host:     net.JoinHostPort(addr, strconv.Itoa(m.Port())),
+		Path:     "/" + mongoAuthDB,
+		RawQuery: "serverSelectionTimeoutMS=3000&directConnection=true",
+	}
+	return u.String()
+}

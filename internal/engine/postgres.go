@@ -1,0 +1,102 @@
+package engine
+
+import (
+	"strconv"
+	"strings"
+	"time"
+)
+
+const (
+	postgresUser = "sandbox"
+	postgresDB   = "sandbox"
+)
+
+// postgresExtensions maps each allowed feature to its extension name. Statements are
+// built only from these values, never from the request.
+var postgresExtensions = map[string]string{
+	"vector":    "vector",
+	"postgis":   "postgis",
+	"pg_trgm":   "pg_trgm",
+	"citext":    "citext",
+	"uuid-ossp": "uuid-ossp",
+}
+
+type postgres struct{}
+
+func (postgres) Name() string { return "postgres" }
+func (postgres) Slug() string { return "pg" }
+func (postgres) Images() Images {
+	// The kitchen-sink image is upstream's local build: pgvector plus PostGIS.
+	return Images{Default: "postgres:16-alpine", KitchenSink: "roboco-sandbox-pg:latest"}
+}
+func (postgres) Port() int { return 5432 }
+func (postgres) Tmpfs() map[string]string {
+	return map[string]string{"/var/lib/postgresql/data": ""}
+}
+func (postgres) Features() []string {
+	return []string{"vector", "postgis", "pg_trgm", "citext", "uuid-ossp"}
+}
+func (postgres) Env(password string) []string {
+	return []string{"POSTGRES_USER=" + postgresUser, "POSTGRES_PASSWORD=" + password, "POSTGRES_DB=" + postgresDB}
+}
+func (postgres) Command(string, []string) []string { return nil }
+
+// Probe logs in over TCP on the container's own address with the published
+// credentials. Note: the image's init phase runs a temporary server on the unix socket
+// only (listen_addresses=”), so a TCP login cannot pass until the real server runs; a
+// socket probe (plain pg_isready) would hand out an endpoint that is about to restart.
+func (p postgres) Probe(password, addr string) Step {
+	return p.psql(password, addr, "SELECT 1", "1")
+}
+func (postgres) ProbeDeadline() time.Duration { return 60 * time.Second }
+
+func (p postgres) ActivateFeatures(password, addr string, features []string) ([]Step, error) {
+	if err := CheckFeatures(p, features); err != nil {
+		return nil, err
+	}
+	if len(features) == 0 {
+		return nil, nil
+	}
+	var sql strings.Builder
+	for _, f := range features {
+		sql.WriteString(`CREATE EXTENSION IF NOT EXISTS "` + postgresExtensions[f] + `";`)
+	}
+	return []Step{p.psql(password, addr, sql.String(), "")}, nil
+}
+
+func (p postgres) VerifyFeatures(password, addr string) (Step, func(string) []string) {
+	return p.psql(password, addr, "SELECT extname FROM pg_extension", ""), func(stdout string) []string {
+		installed := lines(stdout)
+		var active []string
+		for _, f := range p.Features() {
+			for _, ext := range installed {
+				if ext == postgresExtensions[f] {
+					active = append(active, f)
+				}
+			}
+		}
+		return active
+	}
+}
+
+func (p postgres) Publish(host, password string) map[string]string {
+	return map[string]string{
+		"ROBOCO_TEST_DB_HOST":     host,
+		"ROBOCO_TEST_DB_PORT":     strconv.Itoa(p.Port()),
+		"ROBOCO_TEST_DB_USER":     postgresUser,
+		"ROBOCO_TEST_DB_PASSWORD": password,
+		"ROBOCO_TEST_DB_ADMIN_DB": postgresDB,
+	}
+}
+func (postgres) PasswordKey() string { return "ROBOCO_TEST_DB_PASSWORD" }
+
+// psql runs one statement as the sandbox user; the password travels in PGPASSWORD.
+func (p postgres) psql(password, addr, sql, expect string) Step {
+	return Step{
+		Argv: []string{"psql", "-X", "-q", "-tA", "-v", "ON_ERROR_STOP=1",
+			"-h", addr, "-p", strconv.Itoa(p.Port()), "-U", postgresUser, "-d", postgresDB, "-c", sql},
+		Env:     []string{"PGPASSWORD=" + password, "PGCONNECT_TIMEOUT=3"},
+		Timeout: 10 * time.Second,
+		Expect:  expect,
+	}
+}

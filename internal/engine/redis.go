@@ -1,0 +1,92 @@
+package engine
+
+import (
+	"strconv"
+	"time"
+)
+
+// redisModule is where a feature's module lives in the kitchen-sink image and the name
+// MODULE LIST reports for it.
+type redisModule struct{ path, name string }
+
+var redisModules = map[string]redisModule{
+	"search": {"/opt/redis-stack/lib/redisearch.so", "search"},
+	"json":   {"/opt/redis-stack/lib/rejson.so", "ReJSON"},
+	"bloom":  {"/opt/redis-stack/lib/redisbloom.so", "bf"},
+}
+
+type redis struct{}
+
+func (redis) Name() string { return "redis" }
+func (redis) Slug() string { return "redis" }
+func (redis) Images() Images {
+	return Images{Default: "redis:8-alpine", KitchenSink: "redis/redis-stack-server:latest"}
+}
+func (redis) Port() int { return 6379 }
+
+// Tmpfs covers /data, the image's VOLUME: no anonymous volume is created at all.
+func (redis) Tmpfs() map[string]string     { return map[string]string{"/data": ""} }
+func (redis) Features() []string           { return []string{"search", "json", "bloom"} }
+func (redis) Env(string) []string          { return nil }
+func (redis) ProbeDeadline() time.Duration { return 15 * time.Second }
+func (redis) PasswordKey() string          { return "ROBOCO_TEST_REDIS_PASSWORD" }
+
+// Command keeps the upstream contract (redis-server --requirepass). Note: modules are
+// loaded at start with --loadmodule, so the MODULE LOAD command stays disabled and an
+// agent holding the password cannot load arbitrary code.
+func (redis) Command(password string, features []string) []string {
+	cmd := []string{"redis-server", "--requirepass", password}
+	for _, f := range features {
+		if m, ok := redisModules[f]; ok {
+			cmd = append(cmd, "--loadmodule", m.path)
+		}
+	}
+	return cmd
+}
+
+// Probe pings over TCP on the container's address; the password travels in
+// REDISCLI_AUTH, and only PONG counts (redis-cli may exit 0 on an error reply).
+func (r redis) Probe(password, addr string) Step {
+	return r.cli(password, addr, "PONG", "PING")
+}
+
+// ActivateFeatures has nothing to run: Command loaded the modules at start.
+func (r redis) ActivateFeatures(_, _ string, features []string) ([]Step, error) {
+	return nil, CheckFeatures(r, features)
+}
+
+func (r redis) VerifyFeatures(password, addr string) (Step, func(string) []string) {
+	return r.cli(password, addr, "", "MODULE", "LIST"), func(stdout string) []string {
+		loaded := map[string]bool{}
+		out := lines(stdout)
+		for i := 0; i+1 < len(out); i++ {
+			if out[i] == "name" {
+				loaded[out[i+1]] = true
+			}
+		}
+		var active []string
+		for _, f := range r.Features() {
+			if loaded[redisModules[f].name] {
+				active = append(active, f)
+			}
+		}
+		return active
+	}
+}
+
+func (r redis) Publish(host, password string) map[string]string {
+	return map[string]string{
+		"ROBOCO_TEST_REDIS_HOST":     host,
+		"ROBOCO_TEST_REDIS_PORT":     strconv.Itoa(r.Port()),
+		"ROBOCO_TEST_REDIS_PASSWORD": password,
+	}
+}
+
+func (r redis) cli(password, addr, expect string, args ...string) Step {
+	return Step{
+		Argv:    append([]string{"redis-cli", "--no-auth-warning", "-h", addr, "-p", strconv.Itoa(r.Port())}, args...),
+		Env:     []string{"REDISCLI_AUTH=" + password},
+		Timeout: 5 * time.Second,
+		Expect:  expect,
+	}
+}
