@@ -1,0 +1,134 @@
+package dockerdriver
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"strconv"
+	"time"
+
+	"github.com/moby/moby/api/types/events"
+	"github.com/moby/moby/client"
+)
+
+// lifecycle is the set of container actions Events reports.
+var lifecycle = []EventType{EventCreate, EventStart, EventDie, EventOOM, EventDestroy}
+
+// Events streams container lifecycle events; see Driver.Events.
+//
+// Each connection asks the daemon to replay from just after the last event
+// seen (or from the call, for the first one), so a short interruption with
+// the same daemon loses nothing; a restarted daemon has forgotten its
+// history, which is why a reconnection is always followed by EventResync.
+// Replays can repeat an event: consumers must be idempotent, as a level-based
+// controller is.
+func (d *Docker) Events(ctx context.Context, filter EventFilter) <-chan Event {
+	out := make(chan Event, 64)
+	go d.streamEvents(ctx, filter, out)
+	return out
+}
+
+func (d *Docker) streamEvents(ctx context.Context, filter EventFilter, out chan<- Event) {
+	defer close(out)
+	since := time.Now()
+	delay := d.opts.backoffMin
+	lost := false // a connection failed since the last good one
+	for ctx.Err() == nil {
+		connected := d.eventsOnce(ctx, filter, &since, lost, out)
+		if connected {
+			delay = d.opts.backoffMin
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		lost = true
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(delay):
+		}
+		delay = min(2*delay, d.opts.backoffMax)
+	}
+}
+
+// eventsOnce runs one connection until it breaks. It reports whether the
+// connection was established at all.
+func (d *Docker) eventsOnce(ctx context.Context, filter EventFilter, since *time.Time, lost bool, out chan<- Event) bool {
+	// Events cannot tell "could not connect" from "connected" before the
+	// first message, so ping first: a resync is then only sent once the
+	// daemon really answers.
+	if _, err := d.cli.Ping(ctx, client.PingOptions{NegotiateAPIVersion: true}); err != nil {
+		return false
+	}
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	res := d.cli.Events(sctx, client.EventsListOptions{
+		Since:   fmt.Sprintf("%d.%09d", since.Unix(), since.Nanosecond()),
+		Filters: eventFilters(filter),
+	})
+	if lost && !send(ctx, out, Event{Type: EventResync, Time: time.Now()}) {
+		return true
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return true
+		case <-res.Err:
+			return true
+		case m := <-res.Messages:
+			if m.TimeNano > 0 {
+				*since = time.Unix(0, m.TimeNano+1)
+			}
+			if !send(ctx, out, fromMessage(m)) {
+				return true
+			}
+		}
+	}
+}
+
+func send(ctx context.Context, out chan<- Event, e Event) bool {
+	select {
+	case out <- e:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+func eventFilters(filter EventFilter) client.Filters {
+	f := client.Filters{}
+	f.Add("type", string(events.ContainerEventType))
+	for _, t := range lifecycle {
+		f.Add("event", string(t))
+	}
+	for k, v := range filter.Labels {
+		f.Add("label", k+"="+v)
+	}
+	for _, n := range filter.Names {
+		f.Add("container", n)
+	}
+	return f
+}
+
+// fromMessage converts a daemon event. Docker mixes the container's labels
+// with its own attributes (name, image, exitCode, ...); those are taken out.
+func fromMessage(m events.Message) Event {
+	attrs := maps.Clone(m.Actor.Attributes)
+	e := Event{
+		Type: EventType(m.Action),
+		ID:   m.Actor.ID,
+		Name: attrs["name"],
+		Time: time.Unix(0, m.TimeNano),
+	}
+	if m.TimeNano == 0 {
+		e.Time = time.Unix(m.Time, 0)
+	}
+	if code, ok := attrs["exitCode"]; ok {
+		e.ExitCode, _ = strconv.Atoi(code)
+	}
+	for _, k := range []string{"name", "image", "exitCode", "signal", "execDuration"} {
+		delete(attrs, k)
+	}
+	e.Labels = attrs
+	return e
+}

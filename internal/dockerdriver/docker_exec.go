@@ -1,0 +1,100 @@
+package dockerdriver
+
+import (
+	"context"
+	"errors"
+	"io"
+	"time"
+
+	"github.com/moby/moby/api/pkg/stdcopy"
+	"github.com/moby/moby/client"
+)
+
+// Exec runs spec.Cmd in the container and waits for it, at most spec.Timeout.
+func (d *Docker) Exec(ctx context.Context, nameOrID string, spec ExecSpec) (ExecResult, error) {
+	ref := execRef(nameOrID, spec.Cmd)
+	if nameOrID == "" || len(spec.Cmd) == 0 {
+		return ExecResult{}, NewError("exec", ref, ErrInvalid, errors.New("need a container and a command"))
+	}
+	timeout := spec.Timeout
+	if timeout <= 0 {
+		timeout = DefaultExecTimeout
+	}
+	limit := spec.OutputLimit
+	if limit <= 0 {
+		limit = DefaultOutputLimit
+	}
+	ectx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	fail := func(err error) (ExecResult, error) {
+		if ctx.Err() == nil && ectx.Err() == context.DeadlineExceeded {
+			return ExecResult{}, timeoutError("exec", ref, timeout)
+		}
+		return ExecResult{}, wrap("exec", ref, err)
+	}
+
+	created, err := d.cli.ExecCreate(ectx, nameOrID, client.ExecCreateOptions{
+		Cmd:          spec.Cmd,
+		Env:          envList(spec.Env),
+		AttachStdout: true,
+		AttachStderr: true,
+	})
+	if err != nil {
+		return fail(err)
+	}
+	att, err := d.cli.ExecAttach(ectx, created.ID, client.ExecAttachOptions{})
+	if err != nil {
+		return fail(err)
+	}
+	defer att.Close()
+
+	stdout, stderr := newTailBuffer(limit), newTailBuffer(limit)
+	copied := make(chan error, 1)
+	go func() {
+		_, err := stdcopy.StdCopy(stdout, stderr, att.Reader)
+		copied <- err
+	}()
+	select {
+	case err = <-copied:
+	case <-ectx.Done():
+		// The hijacked connection ignores ctx once established: close it
+		// to unblock the copy, and wait so the buffers are ours again.
+		att.Close()
+		<-copied
+		return fail(ectx.Err())
+	}
+	if err != nil && !errors.Is(err, io.EOF) {
+		return fail(err)
+	}
+
+	// The stream ends when the process does, but the daemon may not have
+	// recorded the exit code yet: poll briefly.
+	for {
+		ins, err := d.cli.ExecInspect(ectx, created.ID, client.ExecInspectOptions{})
+		if err != nil {
+			return fail(err)
+		}
+		if !ins.Running {
+			return ExecResult{
+				ExitCode:  ins.ExitCode,
+				Stdout:    stdout.String(),
+				Stderr:    stderr.String(),
+				Truncated: stdout.truncated || stderr.truncated,
+			}, nil
+		}
+		select {
+		case <-ectx.Done():
+			return fail(ectx.Err())
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+// execRef names an exec in errors by container and program, never by its
+// arguments, which may hold secrets.
+func execRef(nameOrID string, cmd []string) string {
+	if len(cmd) == 0 {
+		return nameOrID
+	}
+	return nameOrID + " [" + cmd[0] + "]"
+}

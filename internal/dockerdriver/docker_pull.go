@@ -1,0 +1,264 @@
+package dockerdriver
+
+import (
+	"context"
+	"strings"
+	"sync"
+
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/distribution/reference"
+	"github.com/moby/moby/api/types/jsonstream"
+	"github.com/moby/moby/client"
+)
+
+// pullFlight is one pull shared by every caller asking for the same reference.
+type pullFlight struct {
+	done chan struct{}
+	err  error // set before done closes
+
+	mu     sync.Mutex
+	last   PullProgress
+	nextID int
+	subs   map[int]pullSub
+}
+
+type pullSub struct {
+	fn     func(PullProgress)
+	shared bool
+}
+
+// attach subscribes fn and gives it the current snapshot at once.
+func (f *pullFlight) attach(fn func(PullProgress), shared bool) (detach func()) {
+	if fn == nil {
+		return func() {}
+	}
+	f.mu.Lock()
+	id := f.nextID
+	f.nextID++
+	f.subs[id] = pullSub{fn: fn, shared: shared}
+	p := f.last
+	f.mu.Unlock()
+	p.Shared = shared
+	fn(p)
+	return func() {
+		f.mu.Lock()
+		delete(f.subs, id)
+		f.mu.Unlock()
+	}
+}
+
+func (f *pullFlight) publish(p PullProgress) {
+	f.mu.Lock()
+	f.last = p
+	subs := make([]pullSub, 0, len(f.subs))
+	for _, s := range f.subs {
+		subs = append(subs, s)
+	}
+	f.mu.Unlock()
+	for _, s := range subs {
+		q := p
+		q.Shared = s.shared
+		s.fn(q)
+	}
+}
+
+// NormalizeRef returns the canonical form of an image reference
+// ("busybox" → "docker.io/library/busybox:latest"), which is how pulls are
+// shared: two spellings of one image are one pull.
+func NormalizeRef(ref string) (string, error) {
+	named, err := reference.ParseNormalizedNamed(ref)
+	if err != nil {
+		return "", NewError("pull", ref, ErrInvalid, err)
+	}
+	return reference.TagNameOnly(named).String(), nil
+}
+
+// PullImage makes ref present, sharing one pull among concurrent callers.
+// The pull runs under the driver's lifetime and pull timeout, not under any
+// caller's ctx: a caller that gives up only stops waiting, and a pull whose
+// callers all left still completes (the image will be there next time).
+func (d *Docker) PullImage(ctx context.Context, ref string, progress func(PullProgress)) error {
+	key, err := NormalizeRef(ref)
+	if err != nil {
+		return err
+	}
+	present, err := d.ImagePresent(ctx, ref)
+	if err != nil {
+		return wrap("pull", ref, err)
+	}
+	if present {
+		return nil
+	}
+
+	d.mu.Lock()
+	f, shared := d.pulls[key]
+	if !shared {
+		f = &pullFlight{done: make(chan struct{}), subs: map[int]pullSub{}, last: PullProgress{Ref: ref, Status: "Waiting"}}
+		d.pulls[key] = f
+	}
+	d.mu.Unlock()
+
+	detach := f.attach(progress, shared)
+	defer detach()
+	if !shared {
+		go d.runPull(key, ref, f)
+	}
+	select {
+	case <-f.done:
+		return f.err
+	case <-ctx.Done():
+		return wrap("pull", ref, ctx.Err())
+	}
+}
+
+func (d *Docker) runPull(key, ref string, f *pullFlight) {
+	ctx, cancel := context.WithTimeout(d.base, d.opts.pullTimeout)
+	defer cancel()
+	err := d.pull(ctx, ref, f)
+	switch {
+	case err == nil:
+	case ctx.Err() == context.DeadlineExceeded:
+		// Whatever the transport made of it, say plainly what happened.
+		err = timeoutError("pull", ref, d.opts.pullTimeout, ErrPullFailed)
+	case d.base.Err() != nil:
+		err = &Error{Op: "pull", Ref: ref, Kinds: []error{ErrPullFailed}, Detail: "driver closed", Err: d.base.Err()}
+	default:
+		e := &Error{Op: "pull", Ref: ref, Kinds: []error{ErrPullFailed}, Err: err}
+		if k := kindOf(err); k != nil {
+			e.Kinds = append(e.Kinds, k)
+		}
+		err = e
+	}
+	d.mu.Lock()
+	delete(d.pulls, key)
+	d.mu.Unlock()
+	f.err = err
+	close(f.done)
+}
+
+func (d *Docker) pull(ctx context.Context, ref string, f *pullFlight) error {
+	resp, err := d.cli.ImagePull(ctx, ref, client.ImagePullOptions{})
+	if err != nil {
+		return err
+	}
+	defer resp.Close()
+	tr := newPullTracker(ref)
+	for msg, err := range resp.JSONMessages(ctx) {
+		if err != nil {
+			return err
+		}
+		if msg.Error != nil {
+			// The registry's own words (e.g. "manifest unknown") travel in
+			// the stream after a 200; keep them as the error text.
+			return pullStreamError(msg.Error)
+		}
+		if tr.update(msg) {
+			f.publish(tr.snapshot())
+		}
+	}
+	return nil
+}
+
+// pullStreamError turns an in-stream error into one that errors.Is can
+// classify; Docker 20.10 often sends no code at all.
+func pullStreamError(je *jsonstream.Error) error {
+	e := registryError{msg: je.Message}
+	if e.msg == "" {
+		e.msg = "pull failed with no message from the daemon"
+	}
+	switch {
+	case je.Code == 404, strings.Contains(e.msg, "not found"), strings.Contains(e.msg, "manifest unknown"):
+		e.kind = cerrdefs.ErrNotFound
+	case je.Code == 401, je.Code == 403:
+		e.kind = cerrdefs.ErrPermissionDenied
+	}
+	return e
+}
+
+// registryError is a failure the registry reported through the pull stream.
+type registryError struct {
+	msg  string
+	kind error
+}
+
+func (e registryError) Error() string        { return e.msg }
+func (e registryError) Is(target error) bool { return e.kind != nil && target == e.kind }
+
+// pullTracker folds Docker's per-layer status lines into counts.
+type pullTracker struct {
+	ref    string
+	status string
+	layers map[string]*layerProgress
+	order  []string
+}
+
+type layerProgress struct {
+	done           bool
+	current, total int64
+}
+
+func newPullTracker(ref string) *pullTracker {
+	return &pullTracker{ref: ref, layers: map[string]*layerProgress{}}
+}
+
+// update applies one message and reports whether the snapshot changed.
+func (t *pullTracker) update(m jsonstream.Message) bool {
+	if m.Status == "" {
+		return false
+	}
+	t.status = m.Status
+	l := t.layer(m)
+	if l == nil {
+		return true
+	}
+	switch {
+	case m.Status == "Pull complete", m.Status == "Already exists":
+		l.done = true
+		l.current = l.total
+	case m.Status == "Download complete", m.Status == "Verifying Checksum":
+		l.current = l.total
+	case strings.HasPrefix(m.Status, "Downloading"):
+		if p := m.Progress; p != nil {
+			l.current = p.Current
+			if p.Total > 0 {
+				l.total = p.Total
+			}
+		}
+	}
+	return true
+}
+
+// layer returns the layer a message is about, or nil when it is about the
+// whole image ("Pulling from x", "Digest: ...", "Status: ...").
+func (t *pullTracker) layer(m jsonstream.Message) *layerProgress {
+	if m.ID == "" || strings.HasPrefix(m.Status, "Pulling from") {
+		return nil
+	}
+	switch {
+	case m.Status == "Pulling fs layer", m.Status == "Waiting", m.Status == "Already exists",
+		strings.HasPrefix(m.Status, "Downloading"), m.Status == "Verifying Checksum",
+		m.Status == "Download complete", strings.HasPrefix(m.Status, "Extracting"),
+		m.Status == "Pull complete", m.Status == "Retrying":
+	default:
+		return nil
+	}
+	l, ok := t.layers[m.ID]
+	if !ok {
+		l = &layerProgress{}
+		t.layers[m.ID] = l
+		t.order = append(t.order, m.ID)
+	}
+	return l
+}
+
+func (t *pullTracker) snapshot() PullProgress {
+	p := PullProgress{Ref: t.ref, Status: t.status, Layers: len(t.layers)}
+	for _, l := range t.layers {
+		if l.done {
+			p.LayersDone++
+		}
+		p.BytesDone += l.current
+		p.BytesTotal += l.total
+	}
+	return p
+}

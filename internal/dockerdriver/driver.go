@@ -1,0 +1,252 @@
+// Package dockerdriver runs and observes sandbox containers on one Docker host.
+//
+// It knows nothing of Kubernetes. A Driver is an instance per Docker host (no
+// package-level state), every verb takes a context first and is idempotent:
+// creating a container that already exists and is provably ours adopts it,
+// removing an absent one succeeds. Errors are typed (see errors.go) and their
+// text is never empty.
+//
+// Two implementations satisfy the contract suite in package drivertest:
+// Docker (the real daemon, through github.com/moby/moby/client) and
+// fake.Driver (in memory, with fault injection, for controller tests).
+package dockerdriver
+
+import (
+	"context"
+	"time"
+)
+
+// Driver is what the controller needs from a Docker host.
+type Driver interface {
+	// Ping checks that the daemon answers and reports its versions.
+	Ping(ctx context.Context) (ServerInfo, error)
+
+	// ImagePresent reports whether ref is present on the host.
+	ImagePresent(ctx context.Context, ref string) (bool, error)
+	// PullImage makes ref present: it returns at once when it already is,
+	// otherwise it pulls under the driver's pull timeout. Concurrent calls for
+	// one reference share a single pull; a caller whose ctx ends stops waiting
+	// without cancelling the pull for the others. progress (may be nil) is
+	// called once when the caller attaches and then on every update, from the
+	// pull's goroutine: it must not block.
+	PullImage(ctx context.Context, ref string, progress func(PullProgress)) error
+
+	// CreateContainer creates and starts the container spec describes and
+	// returns it as inspected. When a container of that name already exists
+	// and carries spec.Labels[spec.OwnerLabel], it is adopted instead (and
+	// started if it was created but never started); when the name is taken
+	// by a container not proven ours, the error is a *ConflictError.
+	CreateContainer(ctx context.Context, spec ContainerSpec) (Container, error)
+	// Inspect returns one container by name or ID.
+	Inspect(ctx context.Context, nameOrID string) (Container, error)
+	// List returns the containers (in every state) carrying all the given labels.
+	List(ctx context.Context, labels map[string]string) ([]ContainerSummary, error)
+	// Exec runs a command in a running container and waits for it, at most
+	// spec.Timeout.
+	Exec(ctx context.Context, nameOrID string, spec ExecSpec) (ExecResult, error)
+	// LogsTail returns the last lines of the container's stdout and stderr.
+	LogsTail(ctx context.Context, nameOrID string, lines int) (string, error)
+	// Remove stops the container (SIGTERM, then SIGKILL after stopTimeout)
+	// and removes it together with its anonymous volumes. Absent is success.
+	Remove(ctx context.Context, nameOrID string, stopTimeout time.Duration) error
+
+	// Events streams container lifecycle events matching filter until ctx
+	// ends, then closes the channel. The stream survives daemon restarts: it
+	// reconnects with backoff and then sends an EventResync, because events
+	// may have been missed in between. The consumer must keep draining it.
+	Events(ctx context.Context, filter EventFilter) <-chan Event
+}
+
+// DefaultPullTimeout bounds one image pull unless the driver is told otherwise.
+const DefaultPullTimeout = 300 * time.Second
+
+// DefaultExecTimeout bounds an Exec whose spec has no timeout.
+const DefaultExecTimeout = 30 * time.Second
+
+// DefaultOutputLimit is how many bytes of each exec stream Exec keeps (the tail).
+const DefaultOutputLimit = 4096
+
+// ServerInfo describes the daemon.
+type ServerInfo struct {
+	// APIVersion is the API version the driver talks (negotiated).
+	APIVersion string
+	// ServerVersion is the engine version, e.g. "20.10.24".
+	ServerVersion string
+	// MinAPIVersion is the oldest API version the daemon accepts.
+	MinAPIVersion string
+	OS, Arch      string
+}
+
+// PullProgress is a snapshot of one (possibly shared) image pull.
+type PullProgress struct {
+	Ref string
+	// Shared is true for a caller that joined a pull another caller started.
+	Shared bool
+	// Layers is the number of layers seen so far; LayersDone of them are
+	// complete (downloaded and extracted, or already present).
+	Layers, LayersDone int
+	// BytesDone and BytesTotal count the download of the layers whose size
+	// is known so far.
+	BytesDone, BytesTotal int64
+	// Status is the latest status line, e.g. "Downloading".
+	Status string
+}
+
+// ContainerSpec is what CreateContainer makes.
+type ContainerSpec struct {
+	Name  string
+	Image string
+	// Labels are set at creation; Docker cannot change them afterwards.
+	Labels map[string]string
+	// OwnerLabel names the label whose value proves that an existing
+	// container of this name is ours, e.g. "sandbox.roboco.io/uid". It must be
+	// set in Labels: nothing is ever adopted on the strength of a name alone.
+	OwnerLabel string
+	Env        map[string]string
+	// Cmd overrides the image's command (empty: the image's own).
+	Cmd []string
+	// Tmpfs maps a mount path to its mount options ("" for the defaults),
+	// e.g. "/var/lib/postgresql/data": "rw,size=256m".
+	Tmpfs map[string]string
+	// MemoryBytes limits memory (0: unlimited).
+	MemoryBytes int64
+	// NanoCPUs limits CPU in billionths of a CPU (0: unlimited).
+	NanoCPUs int64
+	// PidsLimit limits the number of processes (0: unlimited).
+	PidsLimit int64
+	// Network is the network to join ("": the daemon's default bridge),
+	// Aliases the DNS names the container gets on it (user networks only).
+	Network string
+	Aliases []string
+}
+
+// State is a container's lifecycle state, as Docker names it.
+type State string
+
+const (
+	StateCreated    State = "created"
+	StateRunning    State = "running"
+	StatePaused     State = "paused"
+	StateRestarting State = "restarting"
+	StateRemoving   State = "removing"
+	StateExited     State = "exited"
+	StateDead       State = "dead"
+)
+
+// Container is an inspected container.
+type Container struct {
+	ID   string
+	Name string // without Docker's leading "/"
+	// Image is the reference the container was created from; ImageID the
+	// image it resolved to.
+	Image   string
+	ImageID string
+	Labels  map[string]string
+
+	State     State
+	ExitCode  int
+	OOMKilled bool
+	// Error is the daemon's message when the container failed to start.
+	Error                            string
+	CreatedAt, StartedAt, FinishedAt time.Time // zero when it did not happen
+
+	// Networks maps each network the container joined to its endpoint.
+	Networks map[string]Endpoint
+	// Mounts lists the container's mounts; anonymous volumes are
+	// Type "volume" with a generated Name.
+	Mounts []Mount
+
+	// What the container was created with, as the daemon reports it.
+	Env           []string // KEY=value, including the image's
+	Cmd           []string
+	Tmpfs         map[string]string
+	MemoryBytes   int64
+	NanoCPUs      int64
+	PidsLimit     int64
+	Privileged    bool
+	SecurityOpt   []string
+	RestartPolicy string
+	// PublishedPorts lists host port bindings ("container/proto").
+	PublishedPorts []string
+}
+
+// Endpoint is a container's attachment to one network.
+type Endpoint struct {
+	IPAddress string // empty unless running
+	Aliases   []string
+}
+
+// Mount is one mount of a container.
+type Mount struct {
+	Type        string // "volume", "bind", "tmpfs"
+	Name        string // volume name
+	Destination string
+}
+
+// ContainerSummary is one entry of List.
+type ContainerSummary struct {
+	ID        string
+	Name      string
+	Image     string
+	Labels    map[string]string
+	State     State
+	CreatedAt time.Time
+}
+
+// ExecSpec is a command to run inside a container.
+type ExecSpec struct {
+	Cmd []string
+	// Env is added to the container's environment for this command only:
+	// pass secrets here, never in Cmd, which shows in process listings.
+	Env map[string]string
+	// Timeout bounds the command (0: DefaultExecTimeout). On timeout Exec
+	// returns an ErrTimeout error; the process itself may keep running in
+	// the container, as Docker has no way to kill an exec.
+	Timeout time.Duration
+	// OutputLimit is how many trailing bytes of each stream to keep
+	// (0: DefaultOutputLimit).
+	OutputLimit int
+}
+
+// ExecResult is a finished command.
+type ExecResult struct {
+	ExitCode int
+	// Stdout and Stderr are the tails of the streams, at most OutputLimit bytes each.
+	Stdout, Stderr string
+	// Truncated reports that a stream was longer than the limit.
+	Truncated bool
+}
+
+// EventFilter selects events. Empty fields match everything.
+type EventFilter struct {
+	// Labels must all be present with these values.
+	Labels map[string]string
+	// Names restricts events to containers of these names (or IDs).
+	Names []string
+}
+
+// EventType is the kind of a container lifecycle event.
+type EventType string
+
+const (
+	EventCreate  EventType = "create"
+	EventStart   EventType = "start"
+	EventDie     EventType = "die"
+	EventOOM     EventType = "oom"
+	EventDestroy EventType = "destroy"
+	// EventResync says the stream was interrupted and has reconnected:
+	// events may have been lost, so the consumer should list again.
+	EventResync EventType = "resync"
+)
+
+// Event is one container lifecycle event (or a resync signal, which carries
+// only Type and Time).
+type Event struct {
+	Type   EventType
+	ID     string
+	Name   string
+	Labels map[string]string
+	// ExitCode is set on die events.
+	ExitCode int
+	Time     time.Time
+}

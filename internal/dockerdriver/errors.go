@@ -1,0 +1,192 @@
+package dockerdriver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+	"syscall"
+	"time"
+
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/moby/moby/client"
+)
+
+// Sentinel kinds, for errors.Is. An error may be of several kinds: a pull
+// that timed out is both ErrPullFailed and ErrTimeout.
+var (
+	ErrNotFound    = errors.New("not found")
+	ErrConflict    = errors.New("conflict")
+	ErrTimeout     = errors.New("timeout")
+	ErrUnavailable = errors.New("docker unavailable")
+	ErrPullFailed  = errors.New("pull failed")
+	ErrInvalid     = errors.New("invalid argument")
+)
+
+// Error is what every verb returns on failure: what was being done (Op), to
+// what (Ref), which kinds of failure it is, and the cause.
+type Error struct {
+	Op  string // "pull", "create", "inspect", "exec", ...
+	Ref string // image reference or container name/ID; may be empty
+	// Kinds are the sentinels the error matches with errors.Is.
+	Kinds []error
+	// Detail is said before the cause, e.g. "timeout after 300s".
+	Detail string
+	Err    error
+}
+
+// NewError builds an *Error of one kind (kind may be nil). Fakes use it to
+// produce the errors the real driver would.
+func NewError(op, ref string, kind, err error) *Error {
+	e := &Error{Op: op, Ref: ref, Err: err}
+	if kind != nil {
+		e.Kinds = []error{kind}
+	}
+	return e
+}
+
+// Error never returns an empty string: a bare context deadline or an error
+// with no text still says what was being done and why.
+func (e *Error) Error() string {
+	var b strings.Builder
+	b.WriteString(e.Op)
+	if e.Op == "" {
+		b.WriteString("docker")
+	}
+	if e.Ref != "" {
+		b.WriteString(" ")
+		b.WriteString(e.Ref)
+	}
+	b.WriteString(": ")
+	switch {
+	case e.Detail != "" && e.Err != nil:
+		b.WriteString(e.Detail + ": " + errText(e.Err))
+	case e.Detail != "":
+		b.WriteString(e.Detail)
+	case e.Err != nil:
+		b.WriteString(errText(e.Err))
+	case len(e.Kinds) > 0:
+		b.WriteString(e.Kinds[0].Error())
+	default:
+		b.WriteString("failed")
+	}
+	return b.String()
+}
+
+func errText(err error) string {
+	if s := err.Error(); s != "" {
+		return s
+	}
+	return fmt.Sprintf("%T with no message", err)
+}
+
+// Unwrap exposes the kinds and the cause to errors.Is and errors.As.
+func (e *Error) Unwrap() []error {
+	out := make([]error, 0, len(e.Kinds)+1)
+	out = append(out, e.Kinds...)
+	if e.Err != nil {
+		out = append(out, e.Err)
+	}
+	return out
+}
+
+// ConflictError says a container name is taken by a container that is not
+// provably ours. It matches ErrConflict. The caller decides what to do (e.g.
+// remove it if the Sandbox its labels name no longer exists); the driver
+// never touches it.
+type ConflictError struct {
+	Name string
+	// OwnerLabel and Want are the label and value that would have proved
+	// ownership.
+	OwnerLabel, Want string
+	// Existing is the container holding the name.
+	Existing Container
+}
+
+func (e *ConflictError) Error() string {
+	got, ok := e.Existing.Labels[e.OwnerLabel]
+	have := "it has no " + e.OwnerLabel + " label"
+	if ok {
+		have = fmt.Sprintf("its %s is %q", e.OwnerLabel, got)
+	}
+	return fmt.Sprintf("create %s: conflict: the name is taken by container %s, which is not ours (%s, want %q)",
+		e.Name, shortID(e.Existing.ID), have, e.Want)
+}
+
+// Is makes errors.Is(err, ErrConflict) true.
+func (e *ConflictError) Is(target error) bool { return target == ErrConflict }
+
+func shortID(id string) string {
+	if len(id) > 12 {
+		return id[:12]
+	}
+	return id
+}
+
+// wrap classifies err from the moby client (or the transport) into an *Error.
+// It returns nil for nil and leaves errors of this package untouched.
+func wrap(op, ref string, err error) error {
+	if err == nil {
+		return nil
+	}
+	var de *Error
+	var ce *ConflictError
+	if errors.As(err, &de) || errors.As(err, &ce) {
+		return err
+	}
+	e := &Error{Op: op, Ref: ref, Err: err}
+	if k := kindOf(err); k != nil {
+		e.Kinds = []error{k}
+	}
+	return e
+}
+
+// kindOf maps moby/containerd errdefs and transport failures to our kinds.
+func kindOf(err error) error {
+	switch {
+	case errors.Is(err, context.DeadlineExceeded), cerrdefs.IsDeadlineExceeded(err):
+		return ErrTimeout
+	case errors.Is(err, context.Canceled):
+		return nil // the caller's own doing; errors.Is(err, context.Canceled) still holds
+	case cerrdefs.IsNotFound(err):
+		return ErrNotFound
+	case cerrdefs.IsConflict(err):
+		return ErrConflict
+	case cerrdefs.IsInvalidArgument(err):
+		return ErrInvalid
+	case client.IsErrConnectionFailed(err), cerrdefs.IsUnavailable(err), isTransport(err):
+		return ErrUnavailable
+	}
+	return nil
+}
+
+// isTransport reports a connection that broke mid-request, as happens when
+// the daemon restarts.
+func isTransport(err error) bool {
+	var ne net.Error
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.ECONNREFUSED) ||
+		errors.Is(err, syscall.EPIPE) || errors.Is(err, net.ErrClosed) || errors.As(err, &ne)
+}
+
+// timeoutError is the error of an operation that ran out of its own time
+// budget (not the caller's): "pull x: timeout after 300s: context deadline exceeded".
+func timeoutError(op, ref string, after time.Duration, kinds ...error) *Error {
+	return &Error{
+		Op:     op,
+		Ref:    ref,
+		Kinds:  append(kinds, ErrTimeout),
+		Detail: "timeout after " + FormatDuration(after),
+		Err:    context.DeadlineExceeded,
+	}
+}
+
+// FormatDuration writes whole seconds as "300s" rather than Go's "5m0s".
+func FormatDuration(d time.Duration) string {
+	if d%time.Second == 0 {
+		return fmt.Sprintf("%ds", int64(d/time.Second))
+	}
+	return d.String()
+}
