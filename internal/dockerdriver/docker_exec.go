@@ -12,7 +12,7 @@ import (
 
 // Exec runs spec.Cmd in the container and waits for it, at most spec.Timeout.
 func (d *Docker) Exec(ctx context.Context, nameOrID string, spec ExecSpec) (ExecResult, error) {
-	ref := execRef(nameOrID, spec.Cmd)
+	ref := ExecRef(nameOrID, spec.Cmd)
 	if nameOrID == "" || len(spec.Cmd) == 0 {
 		return ExecResult{}, NewError("exec", ref, ErrInvalid, errors.New("need a container and a command"))
 	}
@@ -28,7 +28,7 @@ func (d *Docker) Exec(ctx context.Context, nameOrID string, spec ExecSpec) (Exec
 	defer cancel()
 	fail := func(err error) (ExecResult, error) {
 		if ctx.Err() == nil && ectx.Err() == context.DeadlineExceeded {
-			return ExecResult{}, timeoutError("exec", ref, timeout)
+			return ExecResult{}, TimeoutError("exec", ref, timeout)
 		}
 		return ExecResult{}, wrap("exec", ref, err)
 	}
@@ -90,9 +90,9 @@ func (d *Docker) Exec(ctx context.Context, nameOrID string, spec ExecSpec) (Exec
 	}
 }
 
-// execRef names an exec in errors by container and program, never by its
+// ExecRef names an exec in errors by container and program, never by its
 // arguments, which may hold secrets.
-func execRef(nameOrID string, cmd []string) string {
+func ExecRef(nameOrID string, cmd []string) string {
 	if len(cmd) == 0 {
 		return nameOrID
 	}

@@ -68,7 +68,7 @@ func (f *pullFlight) publish(p PullProgress) {
 func NormalizeRef(ref string) (string, error) {
 	named, err := reference.ParseNormalizedNamed(ref)
 	if err != nil {
-		return "", NewError("pull", ref, ErrInvalid, err)
+		return "", err
 	}
 	return reference.TagNameOnly(named).String(), nil
 }
@@ -80,7 +80,7 @@ func NormalizeRef(ref string) (string, error) {
 func (d *Docker) PullImage(ctx context.Context, ref string, progress func(PullProgress)) error {
 	key, err := NormalizeRef(ref)
 	if err != nil {
-		return err
+		return NewError("pull", ref, ErrInvalid, err)
 	}
 	present, err := d.ImagePresent(ctx, ref)
 	if err != nil {
@@ -119,7 +119,7 @@ func (d *Docker) runPull(key, ref string, f *pullFlight) {
 	case err == nil:
 	case ctx.Err() == context.DeadlineExceeded:
 		// Whatever the transport made of it, say plainly what happened.
-		err = timeoutError("pull", ref, d.opts.pullTimeout, ErrPullFailed)
+		err = TimeoutError("pull", ref, d.opts.pullTimeout, ErrPullFailed)
 	case d.base.Err() != nil:
 		err = &Error{Op: "pull", Ref: ref, Kinds: []error{ErrPullFailed}, Detail: "driver closed", Err: d.base.Err()}
 	default:

@@ -171,9 +171,9 @@ func isTransport(err error) bool {
 		errors.Is(err, syscall.EPIPE) || errors.Is(err, net.ErrClosed) || errors.As(err, &ne)
 }
 
-// timeoutError is the error of an operation that ran out of its own time
+// TimeoutError is the error of an operation that ran out of its own time
 // budget (not the caller's): "pull x: timeout after 300s: context deadline exceeded".
-func timeoutError(op, ref string, after time.Duration, kinds ...error) *Error {
+func TimeoutError(op, ref string, after time.Duration, kinds ...error) *Error {
 	return &Error{
 		Op:     op,
 		Ref:    ref,

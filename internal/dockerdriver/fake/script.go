@@ -1,0 +1,69 @@
+package fake
+
+import (
+	"encoding/json"
+	"strings"
+	"time"
+)
+
+// Forever as Script.Sleep keeps the process running until it is stopped.
+const Forever time.Duration = -1
+
+// Script is the program a fake container or exec runs, encoded into its
+// command by Command. Steps run in field order. It mirrors
+// drivertest.Script field for field, so one converts to the other.
+type Script struct {
+	Stdout     []string
+	Stderr     []string
+	FillStdout int
+	EchoEnv    []string
+	Sleep      time.Duration
+	Exit       int
+}
+
+const scriptArg0 = "/fake/script"
+
+// Command encodes s as a command line the fake understands.
+func Command(s Script) []string {
+	b, _ := json.Marshal(s)
+	return []string{scriptArg0, string(b)}
+}
+
+// parseScript decodes a Command; ok is false for any other command.
+func parseScript(cmd []string) (Script, bool) {
+	var s Script
+	if len(cmd) != 2 || cmd[0] != scriptArg0 || json.Unmarshal([]byte(cmd[1]), &s) != nil {
+		return Script{}, false
+	}
+	return s, true
+}
+
+// output renders what the script writes, given its environment (KEY=value).
+func (s Script) output(env []string) (stdout, stderr string) {
+	var out, errb strings.Builder
+	for _, l := range s.Stdout {
+		out.WriteString(l + "\n")
+	}
+	for _, l := range s.Stderr {
+		errb.WriteString(l + "\n")
+	}
+	if s.FillStdout > 0 {
+		out.WriteString(strings.Repeat("x\n", s.FillStdout/2+1)[:s.FillStdout])
+		out.WriteString("END\n")
+	}
+	for _, name := range s.EchoEnv {
+		out.WriteString(lookupEnv(env, name) + "\n")
+	}
+	return out.String(), errb.String()
+}
+
+// lookupEnv finds name in a KEY=value list; later entries win, as in a shell.
+func lookupEnv(env []string, name string) string {
+	v := ""
+	for _, kv := range env {
+		if k, val, ok := strings.Cut(kv, "="); ok && k == name {
+			v = val
+		}
+	}
+	return v
+}
