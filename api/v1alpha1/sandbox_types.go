@@ -46,12 +46,15 @@ type SandboxSpec struct {
 	// +kubebuilder:default={}
 	Owner *OwnerSpec `json:"owner,omitempty"`
 
+	// Note: maxItems bounds the CEL cost of the per-item rules; it must stay at least
+	// the number of engines (the parity test checks).
+
 	// services lists the database services to run, at most one per engine.
 	// +required
 	// +listType=map
 	// +listMapKey=engine
 	// +kubebuilder:validation:MinItems=1
-	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:MaxItems=4
 	Services []ServiceSpec `json:"services"`
 
 	// network is the Docker network the service containers join, with their
@@ -151,6 +154,11 @@ type SandboxStatus struct {
 	// +listMapKey=engine
 	Services []ServiceStatus `json:"services,omitempty"`
 
+	// engines lists the engines of spec.services, comma-separated, for the Services
+	// printer column (a column shows only the first match of a list).
+	// +optional
+	Engines string `json:"engines,omitempty"`
+
 	// secretName is the Secret in the Sandbox's namespace holding the
 	// ROBOCO_TEST_* connection variables (credentials never appear in status).
 	// +optional
@@ -199,7 +207,7 @@ type ServiceStatus struct {
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=sbx,categories=all
 // +kubebuilder:printcolumn:name="Agent",type=string,JSONPath=`.spec.agentID`
-// +kubebuilder:printcolumn:name="Services",type=string,JSONPath=`.spec.services[*].engine`
+// +kubebuilder:printcolumn:name="Services",type=string,JSONPath=`.status.engines`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`

@@ -16,7 +16,7 @@ const crdPath = "../../config/crd/bases/sandbox.roboco.io_sandboxes.yaml"
 
 // serviceSchema returns the generated CRD's schema of spec.services[] as plain data,
 // so this package stays free of Kubernetes types.
-func serviceSchema(t *testing.T) map[string]any {
+func serviceSchema(t *testing.T) (items map[string]any, maxItems int) {
 	t.Helper()
 	raw, err := os.ReadFile(crdPath)
 	if err != nil {
@@ -27,8 +27,12 @@ func serviceSchema(t *testing.T) map[string]any {
 		t.Fatalf("parsing %s: %v", crdPath, err)
 	}
 	node := any(crd)
+	var services map[string]any
 	for _, key := range []string{"spec", "versions", "0", "schema", "openAPIV3Schema", "properties",
 		"spec", "properties", "services", "items"} {
+		if key == "items" {
+			services = node.(map[string]any)
+		}
 		switch n := node.(type) {
 		case map[string]any:
 			node = n[key]
@@ -39,7 +43,7 @@ func serviceSchema(t *testing.T) map[string]any {
 			t.Fatalf("CRD has no %q on the path to spec.services.items", key)
 		}
 	}
-	return node.(map[string]any)
+	return node.(map[string]any), int(services["maxItems"].(float64))
 }
 
 func strs(v any) []string {
@@ -53,8 +57,12 @@ func strs(v any) []string {
 func sorted(s []string) []string { s = slices.Clone(s); slices.Sort(s); return s }
 
 func TestCRDMatchesRegistry(t *testing.T) {
-	items := serviceSchema(t)
+	items, maxItems := serviceSchema(t)
 	props := items["properties"].(map[string]any)
+
+	if maxItems < len(engine.Names()) {
+		t.Errorf("CRD allows %d services, the registry has %d engines: raise MaxItems on spec.services", maxItems, len(engine.Names()))
+	}
 
 	t.Run("engine enum", func(t *testing.T) {
 		got := strs(props["engine"].(map[string]any)["enum"])
