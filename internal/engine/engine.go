@@ -30,7 +30,7 @@ type Engine interface {
 	// Features is the allowlist of features this engine can activate.
 	Features() []string
 	// Env is the container environment for a service with this password.
-	Env(password string) []string
+	Env(password string) map[string]string
 	// Command is the container command (nil keeps the image's) for this password and features.
 	Command(password string, features []string) []string
 	// Probe is the readiness check, run inside the container against addr, the
@@ -68,8 +68,8 @@ func (i Images) For(features []string) string {
 type Step struct {
 	// Argv is the command; it never carries a password where the engine has another way.
 	Argv []string
-	// Env is the exec's own environment (KEY=value), the way secrets reach the command.
-	Env []string
+	// Env is the exec's own environment, the way secrets reach the command.
+	Env map[string]string
 	// Timeout bounds one run of the step.
 	Timeout time.Duration
 	// Expect, when set, must appear in stdout for the step to count as passed.

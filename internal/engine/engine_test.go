@@ -215,14 +215,18 @@ func TestProbesKeepPasswordsOutOfArgvAndUseTheContainerAddress(t *testing.T) {
 			}
 			for name, s := range steps {
 				argv := strings.Join(s.Argv, " ")
+				var env []string
+				for k, v := range s.Env {
+					env = append(env, k+"="+v)
+				}
 				if strings.Contains(argv, password) {
 					t.Errorf("%s argv carries the password: %s", name, argv)
 				}
-				if !strings.Contains(argv+" "+strings.Join(s.Env, " "), addr) {
+				if !strings.Contains(argv+" "+strings.Join(env, " "), addr) {
 					t.Errorf("%s does not target the container address %s", name, addr)
 				}
 				for _, loop := range []string{"localhost", "127.0.0.1", "::1"} {
-					if strings.Contains(argv+" "+strings.Join(s.Env, " "), loop) {
+					if strings.Contains(argv+" "+strings.Join(env, " "), loop) {
 						t.Errorf("%s targets loopback (%s), which the init server answers on", name, loop)
 					}
 				}

@@ -27,8 +27,8 @@ func (mongo) Tmpfs() map[string]string {
 	return map[string]string{"/data/db": "", "/data/configdb": ""}
 }
 func (mongo) Features() []string { return nil }
-func (mongo) Env(password string) []string {
-	return []string{"MONGO_INITDB_ROOT_USERNAME=" + mongoUser, "MONGO_INITDB_ROOT_PASSWORD=" + password}
+func (mongo) Env(password string) map[string]string {
+	return map[string]string{"MONGO_INITDB_ROOT_USERNAME": mongoUser, "MONGO_INITDB_ROOT_PASSWORD": password}
 }
 func (mongo) Command(string, []string) []string { return nil }
 
@@ -40,7 +40,7 @@ func (m mongo) Probe(password, addr string) Step {
 	return Step{
 		Argv: []string{"mongosh", "--nodb", "--quiet", "--eval",
 			"print(connect(process.env.SANDBOX_PROBE_URI).adminCommand({ping: 1}).ok)"},
-		Env:     []string{"SANDBOX_PROBE_URI=" + m.uri(password, addr)},
+		Env:     map[string]string{"SANDBOX_PROBE_URI": m.uri(password, addr)},
 		Timeout: 10 * time.Second,
 		Expect:  "1",
 	}

@@ -36,8 +36,8 @@ func (postgres) Tmpfs() map[string]string {
 func (postgres) Features() []string {
 	return []string{"vector", "postgis", "pg_trgm", "citext", "uuid-ossp"}
 }
-func (postgres) Env(password string) []string {
-	return []string{"POSTGRES_USER=" + postgresUser, "POSTGRES_PASSWORD=" + password, "POSTGRES_DB=" + postgresDB}
+func (postgres) Env(password string) map[string]string {
+	return map[string]string{"POSTGRES_USER": postgresUser, "POSTGRES_PASSWORD": password, "POSTGRES_DB": postgresDB}
 }
 func (postgres) Command(string, []string) []string { return nil }
 
@@ -95,7 +95,7 @@ func (p postgres) psql(password, addr, sql, expect string) Step {
 	return Step{
 		Argv: []string{"psql", "-X", "-q", "-tA", "-v", "ON_ERROR_STOP=1",
 			"-h", addr, "-p", strconv.Itoa(p.Port()), "-U", postgresUser, "-d", postgresDB, "-c", sql},
-		Env:     []string{"PGPASSWORD=" + password, "PGCONNECT_TIMEOUT=3"},
+		Env:     map[string]string{"PGPASSWORD": password, "PGCONNECT_TIMEOUT": "3"},
 		Timeout: 10 * time.Second,
 		Expect:  expect,
 	}

@@ -27,7 +27,7 @@ func (redis) Port() int { return 6379 }
 // Tmpfs covers /data, the image's VOLUME: no anonymous volume is created at all.
 func (redis) Tmpfs() map[string]string     { return map[string]string{"/data": ""} }
 func (redis) Features() []string           { return []string{"search", "json", "bloom"} }
-func (redis) Env(string) []string          { return nil }
+func (redis) Env(string) map[string]string { return nil }
 func (redis) ProbeDeadline() time.Duration { return 15 * time.Second }
 func (redis) PasswordKey() string          { return "ROBOCO_TEST_REDIS_PASSWORD" }
 
@@ -85,7 +85,7 @@ func (r redis) Publish(host, password string) map[string]string {
 func (r redis) cli(password, addr, expect string, args ...string) Step {
 	return Step{
 		Argv:    append([]string{"redis-cli", "--no-auth-warning", "-h", addr, "-p", strconv.Itoa(r.Port())}, args...),
-		Env:     []string{"REDISCLI_AUTH=" + password},
+		Env:     map[string]string{"REDISCLI_AUTH": password},
 		Timeout: 5 * time.Second,
 		Expect:  expect,
 	}
