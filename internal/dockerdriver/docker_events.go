@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"math/rand/v2"
 	"strconv"
 	"time"
 
@@ -42,10 +43,12 @@ func (d *Docker) streamEvents(ctx context.Context, filter EventFilter, out chan<
 			return
 		}
 		lost = true
+		// Jitter, so that many controllers do not hammer a restarting daemon in step.
+		wait := delay/2 + rand.N(delay)
 		select {
 		case <-ctx.Done():
 			return
-		case <-time.After(delay):
+		case <-time.After(wait):
 		}
 		delay = min(2*delay, d.opts.backoffMax)
 	}

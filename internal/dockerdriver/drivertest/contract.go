@@ -520,6 +520,23 @@ func (c contract) remove(t *testing.T) {
 			}
 		})
 	}
+	t.Run("concurrent", func(t *testing.T) {
+		// A second remover must not fail because the first is at work
+		// (Docker: "removal already in progress").
+		s := spec(env, "remove2", Script{Sleep: Forever})
+		mustCreate(t, ctx, d, s)
+		errs := make(chan error, 3)
+		for range cap(errs) {
+			go func() { errs <- d.Remove(ctx, s.Name, time.Second) }()
+		}
+		for range cap(errs) {
+			if err := <-errs; err != nil {
+				t.Errorf("concurrent Remove = %v, want success", err)
+			}
+		}
+		_, err := d.Inspect(ctx, s.Name)
+		wantKind(t, err, dd.ErrNotFound)
+	})
 }
 
 // collect reads events until one of type until arrives.
@@ -718,6 +735,7 @@ func (c contract) pullMissing(t *testing.T) {
 	d, env, ctx := c.setup(t, Config{})
 	ref := env.Registry(t).MissingTag(t, "missing")
 	err := d.PullImage(ctx, ref, nil)
+	t.Logf("pull of a missing tag: %v", err)
 	wantKind(t, err, dd.ErrPullFailed, dd.ErrNotFound)
 	if err != nil && (!strings.Contains(err.Error(), "manifest unknown") || !strings.HasPrefix(err.Error(), "pull "+ref+": ")) {
 		t.Errorf("error %q: want %q and the registry's message (manifest unknown)", err, "pull "+ref+": ")
