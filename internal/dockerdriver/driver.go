@@ -27,8 +27,9 @@ type Driver interface {
 	// otherwise it pulls under the driver's pull timeout. Concurrent calls for
 	// one reference share a single pull; a caller whose ctx ends stops waiting
 	// without cancelling the pull for the others. progress (may be nil) is
-	// called once when the caller attaches and then on every update, from the
-	// pull's goroutine: it must not block.
+	// called once when the caller attaches to a pull and then on every
+	// update, from the pull's goroutine: it must not block. It is not called
+	// when the image is already present.
 	PullImage(ctx context.Context, ref string, progress func(PullProgress)) error
 
 	// CreateContainer creates and starts the container spec describes and

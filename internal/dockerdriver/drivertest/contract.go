@@ -35,6 +35,7 @@ func RunContract(t *testing.T, newDriver NewDriver) {
 		{"CreateConflictsWithForeign", c.createConflicts},
 		{"CreateValidatesSpec", c.createValidates},
 		{"CreateWithMissingImage", c.createMissingImage},
+		{"CreateWithMissingNetworkLeavesNothing", c.createMissingNetwork},
 		{"NotFound", c.notFound},
 		{"Exec", c.exec},
 		{"ExecTimeout", c.execTimeout},
@@ -321,6 +322,20 @@ func (c contract) createMissingImage(t *testing.T) {
 	if !strings.Contains(err.Error(), s.Name) {
 		t.Errorf("error %q does not name the container", err)
 	}
+}
+
+func (c contract) createMissingNetwork(t *testing.T) {
+	d, env, ctx := c.setup(t, Config{})
+	s := spec(env, "nonet", Script{Sleep: Forever})
+	s.Network = "sdt-absent-" + randomHex(4)
+	_, err := d.CreateContainer(ctx, s)
+	wantKind(t, err, dd.ErrNotFound)
+	if err != nil && (!strings.Contains(err.Error(), s.Name) || !strings.Contains(err.Error(), s.Network)) {
+		t.Errorf("error %q does not name the container and the network", err)
+	}
+	// Docker only notices at start; a container that cannot start is not left behind.
+	_, err = d.Inspect(ctx, s.Name)
+	wantKind(t, err, dd.ErrNotFound)
 }
 
 func (c contract) notFound(t *testing.T) {

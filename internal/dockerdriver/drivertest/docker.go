@@ -78,6 +78,7 @@ func NewDockerFixture(t *testing.T) *DockerFixture {
 		t.Fatalf("cannot proxy to daemon host %q", cli.DaemonHost())
 	}
 	fx := &DockerFixture{Client: cli, RunID: randomHex(6), daemonNet: network, daemonAddr: addr}
+	fx.sweepAbandoned(t)
 	fx.Image = fx.busyboxImage(t)
 	t.Cleanup(func() { fx.sweep(t, map[string]string{TestLabel: fx.RunID}) })
 	return fx
@@ -127,6 +128,40 @@ func (fx *DockerFixture) sweep(t *testing.T, labels map[string]string) {
 	for _, n := range nets.Items {
 		if _, err := fx.Client.NetworkRemove(ctx, n.ID, client.NetworkRemoveOptions{}); err != nil && !cerrdefs.IsNotFound(err) {
 			t.Errorf("cleanup: remove network %s: %v", n.Name, err)
+		}
+	}
+}
+
+// abandonedAfter is when something a test run created counts as left by a
+// run that was killed (its cleanup never ran) rather than one in progress.
+const abandonedAfter = 30 * time.Minute
+
+// sweepAbandoned removes test containers, networks and images older than
+// abandonedAfter, whatever run made them.
+func (fx *DockerFixture) sweepAbandoned(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	old := time.Now().Add(-abandonedAfter)
+	f := client.Filters{}.Add("label", TestLabel)
+	if list, err := fx.Client.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: f}); err == nil {
+		for _, c := range list.Items {
+			if time.Unix(c.Created, 0).Before(old) {
+				_, _ = fx.Client.ContainerRemove(ctx, c.ID, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
+			}
+		}
+	}
+	if nets, err := fx.Client.NetworkList(ctx, client.NetworkListOptions{Filters: f}); err == nil {
+		for _, n := range nets.Items {
+			if n.Created.Before(old) {
+				_, _ = fx.Client.NetworkRemove(ctx, n.ID, client.NetworkRemoveOptions{})
+			}
+		}
+	}
+	if imgs, err := fx.Client.ImageList(ctx, client.ImageListOptions{Filters: f}); err == nil {
+		for _, img := range imgs.Items {
+			if time.Unix(img.Created, 0).Before(old) {
+				_, _ = fx.Client.ImageRemove(ctx, img.ID, client.ImageRemoveOptions{Force: true, PruneChildren: true})
+			}
 		}
 	}
 }

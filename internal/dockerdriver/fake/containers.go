@@ -131,7 +131,9 @@ func (f *Driver) create(spec dd.ContainerSpec) (*ctr, error) {
 	}
 	network := cmp.Or(spec.Network, "bridge")
 	if !f.networks[network] {
-		return nil, dd.NewError("create", spec.Name, dd.ErrNotFound,
+		// Docker creates the container and fails to start it; the driver
+		// then removes it again.
+		return nil, dd.NewError("start", spec.Name, dd.ErrNotFound,
 			fmt.Errorf("Error response from daemon: network %s not found", network))
 	}
 	id := randomID()
