@@ -277,7 +277,8 @@ func (d *Docker) Remove(ctx context.Context, nameOrID string, stopTimeout time.D
 	if nameOrID == "" {
 		return NewError("remove", nameOrID, ErrInvalid, errors.New("empty container name"))
 	}
-	secs := int((stopTimeout + time.Second - 1) / time.Second)
+	// Whole seconds, rounded up; never negative, which Docker reads as "wait forever".
+	secs := max(0, int((stopTimeout+time.Second-1)/time.Second))
 	_, err := d.cli.ContainerStop(ctx, nameOrID, client.ContainerStopOptions{Timeout: &secs})
 	if cerrdefs.IsNotFound(err) {
 		return nil
