@@ -78,4 +78,6 @@ const (
 	ReasonDockerUnavailable = "DockerUnavailable"
 	// ReasonInvalidSpec: the spec asks for something the manager does not allow (e.g. memory above its maximum).
 	ReasonInvalidSpec = "InvalidSpec"
+	// ReasonSecretConflict: a Secret with the credentials Secret's name exists and is not this Sandbox's.
+	ReasonSecretConflict = "SecretConflict"
 )

@@ -161,6 +161,9 @@ func (f *Driver) create(spec dd.ContainerSpec) (*ctr, error) {
 	}}
 	c.script, c.scripted = parseScript(spec.Cmd)
 	for _, path := range img.Volumes {
+		if _, covered := spec.Tmpfs[path]; covered {
+			continue // as in Docker, a tmpfs at a VOLUME path replaces the anonymous volume
+		}
 		v := Volume{Name: randomID(), Container: id, Destination: path}
 		f.volumes[v.Name] = v
 		c.c.Mounts = append(c.c.Mounts, dd.Mount{Type: "volume", Name: v.Name, Destination: path})
@@ -515,6 +518,20 @@ func (f *Driver) ExitContainer(nameOrID string, code int, after time.Duration) e
 		f.exit(c, code, false)
 	} else {
 		f.exitLater(c, code, after)
+	}
+	return nil
+}
+
+// AppendLogs adds lines to a container's log, as its process would print them.
+func (f *Driver) AppendLogs(nameOrID string, lines ...string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	c := f.resolve(nameOrID)
+	if c == nil {
+		return noSuchContainer("logs", nameOrID)
+	}
+	for _, l := range lines {
+		c.logs = append(c.logs, l+"\n")
 	}
 	return nil
 }

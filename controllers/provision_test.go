@@ -1,0 +1,165 @@
+package controllers_test
+
+import (
+	"strings"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/api/meta"
+
+	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
+	"github.com/roboco-sandbox/sandbox-controller/controllers"
+	dd "github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver"
+	"github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver/fake"
+)
+
+var _ = Describe("Provisioning", func() {
+	var (
+		host *engineSim
+		ns   string
+	)
+	BeforeEach(func() {
+		host = newHost()
+		ns = newNamespace()
+		startManager(host, testOptions())
+	})
+
+	DescribeTable("makes each engine and the trio Ready with working credentials",
+		func(engines []string, wantKeys []string) {
+			sb := newSandbox(ns, "happy", "agent-"+strings.Join(engines, "-"), engines...)
+			Expect(k8sClient.Create(ctx, sb)).To(Succeed())
+			got := waitReady(sb)
+
+			By("publishing exactly the engines' variables in the Secret named in status")
+			Expect(got.Status.SecretName).To(Equal("happy-sandbox"))
+			secret := secretOf(sb)
+			keys := []string{}
+			for k := range secret {
+				keys = append(keys, k)
+			}
+			Expect(keys).To(ConsistOf(wantKeys))
+			for _, k := range wantKeys {
+				Expect(secret[k]).NotTo(BeEmpty(), k)
+			}
+
+			By("reporting every service in status, never a password")
+			Expect(got.Status.ObservedGeneration).To(Equal(got.Generation))
+			Expect(got.Status.Engines).To(Equal(strings.Join(engines, ",")))
+			Expect(got.Status.Services).To(HaveLen(len(engines)))
+			for _, s := range got.Status.Services {
+				Expect(s.Ready).To(BeTrue())
+				Expect(s.ContainerName).To(HavePrefix("roboco-sandbox-"))
+				Expect(s.ContainerName).To(HaveSuffix(sb.Spec.AgentID))
+				Expect(s.Host).To(Equal(s.ContainerName))
+				Expect(s.ContainerID).NotTo(BeEmpty())
+				Expect(s.Port).To(BeNumerically(">", 0))
+				Expect(s.Restarts).To(BeZero())
+			}
+			status := strings.Join(strings.Fields(strings.ReplaceAll(toJSON(got.Status), ",", " ")), " ")
+			for k, v := range secret {
+				if strings.HasSuffix(k, "_PASSWORD") {
+					Expect(status).NotTo(ContainSubstring(v))
+				}
+			}
+
+			By("stamping every condition with the generation, Ready summarising them")
+			for _, t := range []string{sandboxv1.ConditionImagesReady, sandboxv1.ConditionContainersRunning,
+				sandboxv1.ConditionServicesReady, sandboxv1.ConditionReady} {
+				c := meta.FindStatusCondition(got.Status.Conditions, t)
+				Expect(c).NotTo(BeNil(), t)
+				Expect(string(c.Status)).To(Equal("True"), t)
+				Expect(c.ObservedGeneration).To(Equal(got.Generation), t)
+			}
+			Expect(meta.FindStatusCondition(got.Status.Conditions, sandboxv1.ConditionStalled)).To(BeNil())
+			Expect(meta.FindStatusCondition(got.Status.Conditions, sandboxv1.ConditionReconciling)).To(BeNil())
+
+			By("running each container as upstream does, labelled with our UID")
+			cs := containersOf(host, sb)
+			Expect(cs).To(HaveLen(len(engines)))
+			for _, summary := range cs {
+				c, ok := host.Peek(summary.ID)
+				Expect(ok).To(BeTrue())
+				Expect(c.State).To(Equal(dd.StateRunning))
+				Expect(c.Labels).To(HaveKeyWithValue(controllers.LabelSandbox, "1"))
+				Expect(c.Labels).To(HaveKeyWithValue(controllers.LabelOwner, "roboco-agent-"+sb.Spec.AgentID))
+				Expect(c.Labels).To(HaveKeyWithValue(controllers.LabelNamespace, ns))
+				Expect(c.Labels).To(HaveKeyWithValue(controllers.LabelName, "happy"))
+				Expect(c.MemoryBytes).To(Equal(int64(512 << 20)))
+				Expect(c.NanoCPUs).To(Equal(int64(1e9)))
+				Expect(c.PidsLimit).To(BeNumerically(">", 0))
+				Expect(c.Networks).To(HaveKey(testNetwork))
+				Expect(c.Networks[testNetwork].Aliases).To(ContainElement(c.Name))
+			}
+			Expect(host.Volumes()).To(BeEmpty(), "tmpfs covers every VOLUME: no anonymous volume")
+			Eventually(eventReasons(sb)).Should(ContainElement("Provisioned"))
+		},
+		Entry("postgres", []string{"postgres"}, []string{"ROBOCO_TEST_DB_HOST", "ROBOCO_TEST_DB_PORT",
+			"ROBOCO_TEST_DB_USER", "ROBOCO_TEST_DB_PASSWORD", "ROBOCO_TEST_DB_ADMIN_DB"}),
+		Entry("redis", []string{"redis"}, []string{"ROBOCO_TEST_REDIS_HOST", "ROBOCO_TEST_REDIS_PORT", "ROBOCO_TEST_REDIS_PASSWORD"}),
+		Entry("mongo", []string{"mongo"}, []string{"ROBOCO_TEST_MONGO_HOST", "ROBOCO_TEST_MONGO_PORT",
+			"ROBOCO_TEST_MONGO_USER", "ROBOCO_TEST_MONGO_PASSWORD", "ROBOCO_TEST_MONGO_AUTH_DB"}),
+		Entry("the trio", []string{"postgres", "redis", "mongo"}, []string{"ROBOCO_TEST_DB_HOST", "ROBOCO_TEST_DB_PORT",
+			"ROBOCO_TEST_DB_USER", "ROBOCO_TEST_DB_PASSWORD", "ROBOCO_TEST_DB_ADMIN_DB",
+			"ROBOCO_TEST_REDIS_HOST", "ROBOCO_TEST_REDIS_PORT", "ROBOCO_TEST_REDIS_PASSWORD",
+			"ROBOCO_TEST_MONGO_HOST", "ROBOCO_TEST_MONGO_PORT", "ROBOCO_TEST_MONGO_USER",
+			"ROBOCO_TEST_MONGO_PASSWORD", "ROBOCO_TEST_MONGO_AUTH_DB"}),
+	)
+
+	It("activates and verifies features on the kitchen-sink images", func() {
+		sb := newSandbox(ns, "features", "feat-1")
+		sb.Spec.Services = []sandboxv1.ServiceSpec{
+			{Engine: "postgres", Features: []sandboxv1.Feature{"vector", "uuid-ossp"}},
+			{Engine: "redis", Features: []sandboxv1.Feature{"json", "bloom"}},
+		}
+		Expect(k8sClient.Create(ctx, sb)).To(Succeed())
+		got := waitReady(sb)
+		Expect(got.Status.Services[0].Image).To(Equal("roboco-sandbox-pg:latest"))
+		Expect(got.Status.Services[0].Features).To(ConsistOf(sandboxv1.Feature("vector"), sandboxv1.Feature("uuid-ossp")))
+		Expect(got.Status.Services[1].Image).To(Equal("redis/redis-stack-server:latest"))
+		Expect(got.Status.Services[1].Features).To(ConsistOf(sandboxv1.Feature("json"), sandboxv1.Feature("bloom")))
+	})
+
+	It("shares one pull between Sandboxes that need the same image", func() {
+		release := host.HoldPull("postgres:16-alpine")
+		a := newSandbox(ns, "a", "share-a", "postgres")
+		b := newSandbox(ns, "b", "share-b", "postgres")
+		Expect(k8sClient.Create(ctx, a)).To(Succeed())
+		Expect(k8sClient.Create(ctx, b)).To(Succeed())
+		Eventually(condition(a, sandboxv1.ConditionImagesReady)).Should(Equal("False/Pulling"))
+		Eventually(condition(b, sandboxv1.ConditionImagesReady)).Should(Equal("False/Pulling"))
+		Expect(conditionOf(a, sandboxv1.ConditionImagesReady).Message).To(ContainSubstring("pulling postgres:16-alpine for"))
+		Expect(conditionOf(a, sandboxv1.ConditionReady).Reason).To(Equal(sandboxv1.ReasonProvisioning))
+		Expect(conditionOf(a, sandboxv1.ConditionReconciling).Status).To(BeEquivalentTo("True"))
+		release()
+		waitReady(a)
+		waitReady(b)
+		Expect(host.RegistryPulls("postgres:16-alpine")).To(Equal(1))
+	})
+
+	It("costs no Docker call while a Ready Sandbox does not change", func() {
+		sb := newSandbox(ns, "steady", "steady-1", "postgres", "redis")
+		Expect(k8sClient.Create(ctx, sb)).To(Succeed())
+		waitReady(sb)
+		// Events of the provisioning itself may still re-queue it once: wait for a
+		// quiet second, then count.
+		Eventually(func() int {
+			host.ResetCalls()
+			time.Sleep(time.Second)
+			return host.TotalCalls()
+		}).Should(BeZero())
+		Consistently(func() map[fake.Verb]int {
+			calls := map[fake.Verb]int{}
+			for _, v := range []fake.Verb{fake.VerbList, fake.VerbInspect, fake.VerbExec, fake.VerbImagePresent, fake.VerbCreateContainer, fake.VerbPullImage} {
+				if n := host.Calls(v); n > 0 {
+					calls[v] = n
+				}
+			}
+			return calls
+		}, "3s", "100ms").Should(BeEmpty())
+	})
+
+	It("uses the operator's image overrides", func() {
+		_ = fake.Image{}
+	})
+})

@@ -1,0 +1,102 @@
+package controllers_test
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"sync"
+
+	dd "github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver"
+	"github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver/fake"
+)
+
+// engineSim is the fake Docker host plus engines that answer the controller's
+// probes and feature steps the way the real ones do, checking the credentials a
+// probe presents against the ones the container was started with. Faults and exec
+// rules of the fake still apply first.
+type engineSim struct {
+	*fake.Driver
+	mu sync.Mutex
+	// created holds the postgres extensions created per container.
+	created map[string][]string
+	// broken extensions are accepted by CREATE EXTENSION but never appear.
+	broken map[string]bool
+}
+
+func newEngineSim(opts ...fake.Option) *engineSim {
+	return &engineSim{Driver: fake.New(opts...), created: map[string][]string{}, broken: map[string]bool{}}
+}
+
+func (s *engineSim) breakExtension(name string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.broken[name] = true
+}
+
+func (s *engineSim) Exec(ctx context.Context, id string, spec dd.ExecSpec) (dd.ExecResult, error) {
+	res, err := s.Driver.Exec(ctx, id, spec)
+	if err != nil || res.ExitCode != 0 || res.Stdout != "" {
+		return res, err // a fault or an exec rule decided
+	}
+	c, ok := s.Peek(id)
+	if !ok {
+		return res, nil
+	}
+	env := map[string]string{}
+	for _, kv := range c.Env {
+		k, v, _ := strings.Cut(kv, "=")
+		env[k] = v
+	}
+	denied := dd.ExecResult{ExitCode: 2, Stderr: "authentication failed"}
+	switch spec.Cmd[0] {
+	case "psql":
+		if spec.Env["PGPASSWORD"] != env["POSTGRES_PASSWORD"] || env["POSTGRES_PASSWORD"] == "" {
+			return denied, nil
+		}
+		sql := spec.Cmd[len(spec.Cmd)-1]
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		switch {
+		case sql == "SELECT 1":
+			return dd.ExecResult{Stdout: "1\n"}, nil
+		case strings.HasPrefix(sql, "CREATE EXTENSION"):
+			for _, stmt := range strings.Split(sql, ";") {
+				if name, ok := strings.CutPrefix(strings.TrimSpace(stmt), `CREATE EXTENSION IF NOT EXISTS "`); ok {
+					name = strings.TrimSuffix(name, `"`)
+					if !s.broken[name] && !slices.Contains(s.created[c.ID], name) {
+						s.created[c.ID] = append(s.created[c.ID], name)
+					}
+				}
+			}
+			return dd.ExecResult{}, nil
+		case sql == "SELECT extname FROM pg_extension":
+			return dd.ExecResult{Stdout: strings.Join(append([]string{"plpgsql"}, s.created[c.ID]...), "\n") + "\n"}, nil
+		}
+	case "redis-cli":
+		i := slices.Index(c.Cmd, "--requirepass")
+		if i < 0 || i+1 >= len(c.Cmd) || spec.Env["REDISCLI_AUTH"] != c.Cmd[i+1] {
+			return dd.ExecResult{Stdout: "NOAUTH Authentication required.\n"}, nil
+		}
+		switch strings.Join(spec.Cmd[len(spec.Cmd)-2:], " ") {
+		case "MODULE LIST":
+			names := map[string]string{"redisearch.so": "search", "rejson.so": "ReJSON", "redisbloom.so": "bf"}
+			var out []string
+			for j, arg := range c.Cmd {
+				if arg == "--loadmodule" && j+1 < len(c.Cmd) {
+					base := c.Cmd[j+1][strings.LastIndex(c.Cmd[j+1], "/")+1:]
+					out = append(out, "name", names[base], "ver", "1")
+				}
+			}
+			return dd.ExecResult{Stdout: strings.Join(out, "\n") + "\n"}, nil
+		default:
+			return dd.ExecResult{Stdout: "PONG\n"}, nil
+		}
+	case "mongosh":
+		pw := env["MONGO_INITDB_ROOT_PASSWORD"]
+		if pw == "" || !strings.Contains(spec.Env["SANDBOX_PROBE_URI"], ":"+pw+"@") {
+			return denied, nil
+		}
+		return dd.ExecResult{Stdout: "1\n"}, nil
+	}
+	return res, nil
+}

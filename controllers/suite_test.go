@@ -1,0 +1,85 @@
+package controllers_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
+	"github.com/roboco-sandbox/sandbox-controller/controllers"
+	dd "github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver"
+	"github.com/roboco-sandbox/sandbox-controller/internal/testenv"
+)
+
+var (
+	env       *testenv.Env
+	k8sClient client.Client // not cached: assertions read what the API server has
+	scheme    = runtime.NewScheme()
+	ctx       context.Context
+)
+
+func TestControllers(t *testing.T) {
+	RegisterFailHandler(Fail)
+	SetDefaultEventuallyTimeout(20 * time.Second)
+	SetDefaultEventuallyPollingInterval(50 * time.Millisecond)
+	RunSpecs(t, "Sandbox reconciler")
+}
+
+var _ = BeforeSuite(func() {
+	ctrl.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
+	ctx = context.Background()
+	Expect(clientgoscheme.AddToScheme(scheme)).To(Succeed())
+	Expect(sandboxv1.AddToScheme(scheme)).To(Succeed())
+	var err error
+	env, err = testenv.Start()
+	Expect(err).NotTo(HaveOccurred())
+	k8sClient, err = client.New(env.Config, client.Options{Scheme: scheme})
+	Expect(err).NotTo(HaveOccurred())
+})
+
+var _ = AfterSuite(func() {
+	if env != nil {
+		Expect(env.Stop()).To(Succeed())
+	}
+})
+
+// startManager runs a manager with the Sandbox reconciler on driver until the
+// returned stop is called (or the spec ends), as cmd/manager wires it.
+func startManager(driver dd.Driver, opts controllers.Options) (stop func()) {
+	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
+		Scheme:     scheme,
+		Metrics:    metricsserver.Options{BindAddress: "0"},
+		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+	})
+	Expect(err).NotTo(HaveOccurred())
+	r := &controllers.SandboxReconciler{Client: mgr.GetClient(), Driver: driver, Options: opts}
+	Expect(r.SetupWithManager(mgr)).To(Succeed())
+	mctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer GinkgoRecover()
+		defer close(done)
+		Expect(mgr.Start(mctx)).To(Succeed())
+	}()
+	stopped := false
+	stop = func() {
+		if !stopped {
+			stopped = true
+			cancel()
+			Eventually(done, 30*time.Second).Should(BeClosed())
+		}
+	}
+	DeferCleanup(stop)
+	return stop
+}
