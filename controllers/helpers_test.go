@@ -141,4 +141,3 @@ func eventReasons(sb *sandboxv1.Sandbox) func() []string {
 		return out
 	}
 }
-
