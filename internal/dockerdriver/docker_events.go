@@ -20,7 +20,8 @@ var lifecycle = []EventType{EventCreate, EventStart, EventDie, EventOOM, EventDe
 // Each connection asks the daemon to replay from just after the last event
 // seen (or from the call, for the first one), so a short interruption with
 // the same daemon loses nothing; a restarted daemon has forgotten its
-// history, which is why a reconnection is always followed by EventResync.
+// history, which is why a reconnection is always followed by EventResync
+// (and a break always announced by EventLost).
 // Replays can repeat an event: consumers must be idempotent, as a level-based
 // controller is.
 func (d *Docker) Events(ctx context.Context, filter EventFilter) <-chan Event {
@@ -40,6 +41,11 @@ func (d *Docker) streamEvents(ctx context.Context, filter EventFilter, out chan<
 			delay = d.opts.backoffMin
 		}
 		if ctx.Err() != nil {
+			return
+		}
+		// One EventLost per outage: when a connection that worked breaks, or
+		// when the very first one cannot be made.
+		if (connected || !lost) && !send(ctx, out, Event{Type: EventLost, Time: time.Now()}) {
 			return
 		}
 		lost = true

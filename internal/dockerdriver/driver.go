@@ -52,7 +52,8 @@ type Driver interface {
 	Remove(ctx context.Context, nameOrID string, stopTimeout time.Duration) error
 
 	// Events streams container lifecycle events matching filter until ctx
-	// ends, then closes the channel. The stream survives daemon restarts: it
+	// ends, then closes the channel. The stream survives daemon restarts:
+	// when it breaks (or its first connection fails) it sends an EventLost,
 	// reconnects with backoff and then sends an EventResync, because events
 	// may have been missed in between. The consumer must keep draining it.
 	Events(ctx context.Context, filter EventFilter) <-chan Event
@@ -235,13 +236,17 @@ const (
 	EventDie     EventType = "die"
 	EventOOM     EventType = "oom"
 	EventDestroy EventType = "destroy"
+	// EventLost says the stream broke (or could not connect at all): from
+	// now until the EventResync that follows, events may be missed, so a
+	// consumer must not act on the absence of events. Sent once per outage.
+	EventLost EventType = "lost"
 	// EventResync says the stream was interrupted and has reconnected:
 	// events may have been lost, so the consumer should list again.
 	EventResync EventType = "resync"
 )
 
-// Event is one container lifecycle event (or a resync signal, which carries
-// only Type and Time).
+// Event is one container lifecycle event (or a lost or resync signal, which
+// carries only Type and Time).
 type Event struct {
 	Type   EventType
 	ID     string

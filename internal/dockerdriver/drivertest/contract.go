@@ -643,6 +643,15 @@ func (c contract) eventsResync(t *testing.T) {
 	if last := got[len(got)-1]; last.ID != "" || last.Time.IsZero() {
 		t.Errorf("resync event %+v: want only a time", last)
 	}
+	// The outage was announced before the resync, exactly once.
+	if n := slices.IndexFunc(got, func(e dd.Event) bool { return e.Type == dd.EventLost }); n < 0 {
+		t.Errorf("no %s event before the resync; got %v", dd.EventLost, types(got))
+	} else if got[n].ID != "" || got[n].Time.IsZero() {
+		t.Errorf("lost event %+v: want only a time", got[n])
+	}
+	if n := len(slices.DeleteFunc(slices.Clone(got), func(e dd.Event) bool { return e.Type != dd.EventLost })); n != 1 {
+		t.Errorf("%d %s events for one outage, want 1; got %v", n, dd.EventLost, types(got))
+	}
 	second := mk()
 	for {
 		e := collect(t, ch, dd.EventStart, 15*time.Second)

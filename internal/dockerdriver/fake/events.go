@@ -83,12 +83,19 @@ func (s *sub) push(e dd.Event) {
 	}
 }
 
-// DropEvents breaks every event stream, as a daemon restart does: events
-// from now on are lost until RestoreEvents.
+// DropEvents breaks every event stream, as a daemon restart does: each
+// stream gets an EventLost, and events from now on are lost until
+// RestoreEvents.
 func (f *Driver) DropEvents() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.eventsDropped {
+		return
+	}
 	f.eventsDropped = true
+	for s := range f.subs {
+		s.push(dd.Event{Type: dd.EventLost, Time: time.Now()})
+	}
 }
 
 // RestoreEvents reconnects the streams: each gets an EventResync, then
