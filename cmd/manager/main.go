@@ -1,0 +1,191 @@
+// Command manager runs the sandbox controller: the Sandbox reconciler (and the
+// controllers registered next to it in controllers.go) against one Docker host.
+// Run it with --help for every flag.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/client-go/discovery"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
+	"github.com/roboco-sandbox/sandbox-controller/controllers"
+	dd "github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// run is the whole command; it returns the exit status.
+func run(args []string, stdout, stderr io.Writer) int {
+	s, err := parseSettings(args, os.Getenv, stdout)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		if lines := strings.Split(err.Error(), "\n"); len(lines) > 1 {
+			fmt.Fprintf(stderr, "manager: %d problems with the flags:\n  - %s\n", len(lines), strings.Join(lines, "\n  - "))
+		} else {
+			fmt.Fprintf(stderr, "manager: %v\n", err)
+		}
+		fmt.Fprintln(stderr, "Run manager --help for every flag, its default and what it allows.")
+		return 2
+	}
+	logger := zap.New(zap.UseFlagOptions(&s.zap))
+	ctrl.SetLogger(logger)
+	klog.SetLogger(logger)
+
+	if err := start(ctrl.SetupSignalHandler(), s); err != nil {
+		// Note: start-up errors are multi-line advice for a person; printed as
+		// they are, they stay readable in `kubectl logs` too.
+		var se startupError
+		if errors.As(err, &se) {
+			fmt.Fprintf(stderr, "manager: cannot start: %v\n", se.err)
+		} else {
+			ctrl.Log.WithName("setup").Error(err, "Manager stopped with an error")
+		}
+		return 1
+	}
+	return 0
+}
+
+// startupError is a failure before the manager runs.
+type startupError struct{ err error }
+
+func (e startupError) Error() string { return e.err.Error() }
+
+// start connects to Docker and the cluster, builds the manager and runs it until
+// ctx ends. Stopping only stops: containers are left to the next manager.
+func start(ctx context.Context, s *settings) error {
+	log := ctrl.Log.WithName("setup")
+	restConfig, err := ctrl.GetConfig()
+	if err != nil {
+		return startupError{fmt.Errorf("no cluster to talk to: %w\n"+
+			"Outside a Pod, give a kubeconfig with --kubeconfig or $KUBECONFIG (or ~/.kube/config).", err)}
+	}
+	if s.leaderElect && s.leaderElectionNamespace == "" {
+		if _, err := os.Stat("/var/run/secrets/kubernetes.io/serviceaccount/namespace"); err != nil {
+			return startupError{errors.New("--leader-elect outside a Pod needs --leader-election-namespace (the namespace of the Lease)")}
+		}
+	}
+
+	driver, err := dd.New(dd.WithHost(s.dockerHost), dd.WithPullTimeout(s.pullTimeout))
+	if err != nil {
+		return startupError{fmt.Errorf("--docker-host %q: %w", s.dockerHost, err)}
+	}
+	// Note: Close cancels in-flight pulls and nothing else: containers keep running.
+	defer func() { _ = driver.Close() }()
+	info, err := waitForDocker(ctx, driver, s.dockerHost, s.dockerStartupTimeout)
+	if err != nil {
+		return startupError{err}
+	}
+	log.Info("Docker answers", "host", s.dockerHost, "serverVersion", info.ServerVersion, "apiVersion", info.APIVersion)
+
+	if err := checkAPIServer(restConfig); err != nil {
+		return startupError{err}
+	}
+	mgr, err := ctrl.NewManager(restConfig, managerOptions(s))
+	if err != nil {
+		return startupError{fmt.Errorf("creating the manager: %w", err)}
+	}
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return startupError{err}
+	}
+	if err := mgr.AddReadyzCheck("docker", dockerReadyz(driver)); err != nil {
+		return startupError{err}
+	}
+	if err := setupControllers(mgr, driver, s); err != nil {
+		return startupError{err}
+	}
+
+	log.Info("Starting the manager", "defaultNetwork", s.options.DefaultNetwork, "leaderElection", s.leaderElect,
+		"maxConcurrentReconciles", s.maxConcurrentReconciles)
+	if err := mgr.Start(ctx); err != nil {
+		return err
+	}
+	log.Info("Manager stopped; sandbox containers keep running")
+	return nil
+}
+
+func newScheme() *runtime.Scheme {
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		panic(err)
+	}
+	if err := sandboxv1.AddToScheme(scheme); err != nil {
+		panic(err)
+	}
+	return scheme
+}
+
+// managerOptions are controller-runtime's options from the flags.
+func managerOptions(s *settings) ctrl.Options {
+	// Note: only the credentials Secrets are cached (they carry SecretLabel), not
+	// every Secret of the cluster.
+	ours, err := labels.NewRequirement(controllers.SecretLabel, selection.Exists, nil)
+	if err != nil {
+		panic(err)
+	}
+	return ctrl.Options{
+		Scheme:                        newScheme(),
+		Metrics:                       metricsserver.Options{BindAddress: s.metricsAddr},
+		HealthProbeBindAddress:        s.probeAddr,
+		LeaderElection:                s.leaderElect,
+		LeaderElectionID:              s.leaderElectionID,
+		LeaderElectionNamespace:       s.leaderElectionNamespace,
+		LeaderElectionReleaseOnCancel: true, // the process exits right after the manager stops
+		LeaseDuration:                 &s.leaseDuration,
+		RenewDeadline:                 &s.renewDeadline,
+		RetryPeriod:                   &s.retryPeriod,
+		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
+			&corev1.Secret{}: {Label: labels.NewSelector().Add(*ours)},
+		}},
+	}
+}
+
+// checkAPIServer fails start-up clearly when the API server does not answer or
+// does not serve Sandboxes, instead of a cache sync timeout minutes later.
+func checkAPIServer(restConfig *rest.Config) error {
+	cfg := rest.CopyConfig(restConfig)
+	cfg.Timeout = 15 * time.Second
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("kubeconfig for %s: %w", restConfig.Host, err)
+	}
+	gv := sandboxv1.GroupVersion.String()
+	resources, err := dc.ServerResourcesForGroupVersion(gv)
+	switch {
+	case apierrors.IsNotFound(err):
+		return fmt.Errorf("the API server at %s does not serve %s: install the CRD first (make install, or kubectl apply -k config/crd)", restConfig.Host, gv)
+	case err != nil:
+		return fmt.Errorf("the API server at %s does not answer: %w\nCheck the kubeconfig (--kubeconfig, $KUBECONFIG) and that the server runs.", restConfig.Host, err)
+	}
+	for _, r := range resources.APIResources {
+		if r.Name == "sandboxes" {
+			return nil
+		}
+	}
+	return fmt.Errorf("the API server at %s serves %s but not sandboxes: install the current CRD (make install)", restConfig.Host, gv)
+}

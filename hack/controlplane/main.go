@@ -1,0 +1,121 @@
+// Command controlplane runs a local Kubernetes control plane (etcd and
+// kube-apiserver, the binaries `make envtest` builds into bin/k8s) through
+// controller-runtime's envtest, writes an admin kubeconfig for it, and keeps it
+// running until SIGTERM or SIGINT, when it stops both processes. The demo runs it
+// (hack/demo.sh); it has no Kubernetes controllers of its own: no scheduler, no
+// kube-controller-manager (so no garbage collector), which the sandbox controller
+// does not need.
+//
+//	go run ./hack/controlplane --kubeconfig bin/demo/kubeconfig --state-dir bin/demo/state
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"sort"
+	"syscall"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintf(os.Stderr, "controlplane: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	var assets, kubeconfig, stateDir string
+	var crds stringList
+	// Note: a flag set of our own; controller-runtime registers --kubeconfig on the default one.
+	fs := flag.NewFlagSet("controlplane", flag.ExitOnError)
+	fs.StringVar(&assets, "assets", os.Getenv("KUBEBUILDER_ASSETS"),
+		"folder holding kube-apiserver and etcd (default $KUBEBUILDER_ASSETS, else the newest bin/k8s/*)")
+	fs.StringVar(&kubeconfig, "kubeconfig", "", "where to write the admin kubeconfig (required)")
+	fs.StringVar(&stateDir, "state-dir", "", "folder for etcd's data and the API server's certificates (default: temporary, removed on stop)")
+	fs.Var(&crds, "crds", "a folder of CRD manifests to install at start (repeatable; default none)")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "Usage: controlplane --kubeconfig PATH [flags]\n\n")
+		fs.PrintDefaults()
+	}
+	_ = fs.Parse(os.Args[1:])
+	if kubeconfig == "" {
+		fs.Usage()
+		return errors.New("--kubeconfig is required")
+	}
+	if assets == "" {
+		found, _ := filepath.Glob(filepath.Join("bin", "k8s", "*", "kube-apiserver"))
+		sort.Strings(found)
+		if len(found) == 0 {
+			return errors.New("no kube-apiserver under bin/k8s: run hack/build-envtest.sh (make envtest), or pass --assets")
+		}
+		assets = filepath.Dir(found[len(found)-1])
+	}
+
+	te := &envtest.Environment{
+		BinaryAssetsDirectory: assets,
+		CRDDirectoryPaths:     crds,
+		ErrorIfCRDPathMissing: true,
+	}
+	if stateDir != "" {
+		etcdDir, certDir := filepath.Join(stateDir, "etcd"), filepath.Join(stateDir, "apiserver")
+		for _, d := range []string{etcdDir, certDir} {
+			if err := os.MkdirAll(d, 0o700); err != nil {
+				return err
+			}
+		}
+		te.ControlPlane.Etcd = &envtest.Etcd{DataDir: etcdDir}
+		te.ControlPlane.APIServer = &envtest.APIServer{CertDir: certDir}
+	}
+	// Note: the signal handler is in place before the processes start, so a stop
+	// that arrives during start-up still stops them.
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+
+	t0 := time.Now()
+	cfg, err := te.Start()
+	if err != nil {
+		_ = te.Stop()
+		return fmt.Errorf("starting etcd and kube-apiserver from %s: %w", assets, err)
+	}
+	if err := writeFileAtomic(kubeconfig, te.KubeConfig); err != nil {
+		_ = te.Stop()
+		return fmt.Errorf("writing the kubeconfig: %w", err)
+	}
+	fmt.Printf("control plane up in %s: API server %s, kubeconfig %s (pid %d; SIGTERM stops it)\n",
+		time.Since(t0).Round(100*time.Millisecond), cfg.Host, kubeconfig, os.Getpid())
+
+	<-ctx.Done()
+	fmt.Println("stopping the control plane")
+	_ = os.Remove(kubeconfig)
+	if err := te.Stop(); err != nil {
+		return fmt.Errorf("stopping: %w", err)
+	}
+	fmt.Println("control plane stopped")
+	return nil
+}
+
+// writeFileAtomic writes data to path through a temporary file, so a reader that
+// sees the file sees all of it.
+func writeFileAtomic(path string, data []byte) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, data, 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+type stringList []string
+
+func (s *stringList) String() string     { return fmt.Sprint(*s) }
+func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
