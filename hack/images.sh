@@ -173,6 +173,9 @@ BASE_HASH= BASE_REF=
 ensure_base() {
 	local args tar tmp
 	args=(--variant=minbase --format=tar --aptopt='Acquire::Retries "3"')
+	# Note: without this hook bookworm's minbase gets usrmerge, and with it 45 MB of perl.
+	local hooks=/usr/share/mmdebstrap/hooks/merged-usr
+	[ -d "$hooks" ] && args+=("--hook-dir=$hooks")
 	while IFS= read -r line; do
 		case "$line" in ''|'#'*) continue ;; esac
 		args+=("--dpkgopt=$line")
@@ -296,6 +299,12 @@ ensure_image() { # ensure_image NAME SUFFIX PARENT
 	ref="$REG/$suffix"
 	hash="$(input_hash "$name" "$parent_hash")"
 	REF[$name]="$ref"; HASH[$name]="$hash"
+	if [ "$FORCE" = 0 ] && [ "$(image_hash "$ref")" != "$hash" ] && registry_has "$ref"; then
+		# Note: tests remove local images to exercise pulls; the registry may still
+		# serve this very build, which is much cheaper to pull than to rebuild.
+		docker pull -q "$ref" >/dev/null 2>&1 || true
+		[ "$(image_hash "$ref")" != "$hash" ] || log "$ref: pulled back from $REG"
+	fi
 	if [ "$FORCE" = 0 ] && [ "$(image_hash "$ref")" = "$hash" ]; then
 		SKIPPED+=("$name")
 	else
@@ -316,34 +325,57 @@ ensure_image() { # ensure_image NAME SUFFIX PARENT
 		BUILT+=("$name")
 		log "built $ref in $((SECONDS - t0))s ($(image_size "$ref"))"
 	fi
-	ensure_pushed "$ref"
 }
 
 image_size() { docker image inspect -f '{{.Size}}' "$1" | awk '{printf "%d MB", $1/1000/1000}'; }
 
-# ensure_pushed REF: pushes unless the registry already serves this image's digest.
-ensure_pushed() {
-	local ref="$1" repo tag remote local_digests try
+registry_digest() { # registry_digest REF: the digest the registry serves for REF, or nothing
+	local ref="$1" repo tag
 	repo="${ref#"$REG"/}"; tag="${repo##*:}"; repo="${repo%:*}"
-	remote="$(curl -fsS -m 10 -I \
+	curl -fsS -m 10 -I \
 		-H 'Accept: application/vnd.docker.distribution.manifest.v2+json' \
 		-H 'Accept: application/vnd.oci.image.manifest.v1+json' \
 		"http://$REG/v2/$repo/manifests/$tag" 2>/dev/null \
-		| tr -d '\r' | sed -n 's/^[Dd]ocker-[Cc]ontent-[Dd]igest: //p')" || true
-	local_digests="$(docker image inspect -f '{{range .RepoDigests}}{{println .}}{{end}}' "$ref")"
-	if [ -n "$remote" ] && grep -qxF "$REG/$repo@$remote" <<<"$local_digests"; then
-		return 0
-	fi
+		| tr -d '\r' | sed -n 's/^[Dd]ocker-[Cc]ontent-[Dd]igest: //p' || true
+}
+registry_has() { [ -n "$(registry_digest "$1")" ]; }
+
+# needs_push REF: true unless the registry already serves this image's digest.
+needs_push() {
+	local ref="$1" repo remote
+	repo="${ref#"$REG"/}"; repo="${repo%:*}"
+	remote="$(registry_digest "$ref")"
+	[ -z "$remote" ] && return 0
+	! docker image inspect -f '{{range .RepoDigests}}{{println .}}{{end}}' "$ref" | grep -qxF "$REG/$repo@$remote"
+}
+
+push_with_retries() { # push_with_retries REF LOG
+	local try
 	for try in 1 2 3; do
-		if docker push "$ref" >"$OUT/logs/push-${repo//\//_}.log" 2>&1; then
-			PUSHED+=("$ref")
-			return 0
-		fi
-		log "push of $ref failed (try $try)"
-		sleep 1
+		docker push "$1" >"$2" 2>&1 && return 0
+		sleep "$try"
 	done
-	tail -10 "$OUT/logs/push-${repo//\//_}.log" >&2
-	die "docker push $ref failed"
+	return 1
+}
+
+# push_all REF...: pushes the images the registry does not serve yet.
+# Note: after a registry restart every layer is compressed and sent again (the
+# registry binary keeps everything in memory; it has no disk storage flag).
+# One after another: parents first, so a kitchen image finds its parent's layers;
+# parallel pushes were slower on 2 cores.
+push_all() {
+	local ref logf n=0 t0=$SECONDS
+	for ref in "$@"; do
+		needs_push "$ref" || continue
+		[ "$n" -gt 0 ] || log "pushing to $REG"
+		logf="$OUT/logs/push-$(tr '/:' '__' <<<"${ref#"$REG"/}").log"
+		if ! push_with_retries "$ref" "$logf"; then
+			tail -5 "$logf" >&2
+			die "docker push $ref failed; see $logf"
+		fi
+		PUSHED+=("$ref"); n=$((n + 1))
+	done
+	[ "$n" = 0 ] || log "pushed $n image(s) in $((SECONDS - t0))s"
 }
 
 # ---------------------------------------------------------------- main
@@ -356,6 +388,9 @@ for spec in "${IMAGES[@]}"; do
 	IFS='|' read -r name suffix _ parent <<<"$spec"
 	ensure_image "$name" "$suffix" "$parent"
 done
+ORDERED=()
+for spec in "${IMAGES[@]}"; do IFS='|' read -r name _ <<<"$spec"; ORDERED+=("${REF[$name]}"); done
+push_all "${ORDERED[@]}"
 if [ "${#BUILT[@]}" -gt 0 ]; then
 	# Note: only dangling images that carry our label (earlier builds of ours).
 	docker image prune -f --filter "label=$TEST_LABEL" >/dev/null || true
