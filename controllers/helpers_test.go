@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
@@ -48,9 +49,27 @@ func newHost(opts ...fake.Option) *engineSim {
 	return sim
 }
 
+// newNamespace makes a namespace for one spec. When the spec ends, its Sandboxes are
+// deleted with their finalizers stripped, so no later manager (on another fake host)
+// sees them.
 func newNamespace() string {
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "sbx-"}}
 	Expect(k8sClient.Create(ctx, ns)).To(Succeed())
+	DeferCleanup(func() {
+		var list sandboxv1.SandboxList
+		Expect(k8sClient.List(ctx, &list, client.InNamespace(ns.Name))).To(Succeed())
+		for i := range list.Items {
+			sb := &list.Items[i]
+			_ = k8sClient.Delete(ctx, sb)
+			patch := client.MergeFrom(sb.DeepCopy())
+			sb.Finalizers = nil
+			_ = client.IgnoreNotFound(k8sClient.Patch(ctx, sb, patch))
+		}
+		Eventually(func() int {
+			Expect(k8sClient.List(ctx, &list, client.InNamespace(ns.Name))).To(Succeed())
+			return len(list.Items)
+		}).Should(BeZero())
+	})
 	return ns.Name
 }
 
@@ -141,3 +160,7 @@ func eventReasons(sb *sandboxv1.Sandbox) func() []string {
 		return out
 	}
 }
+
+type corev1Secret = corev1.Secret
+
+func keyOf(ns, name string) client.ObjectKey { return client.ObjectKey{Namespace: ns, Name: name} }

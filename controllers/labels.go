@@ -17,6 +17,7 @@ const (
 	LabelUID         = "sandbox.roboco.io/uid"
 	LabelEngine      = "sandbox.roboco.io/engine"
 	LabelConfigHash  = "sandbox.roboco.io/config-hash"
+	LabelRestarts    = "sandbox.roboco.io/restarts"
 	labelSandboxTrue = "1"
 )
 

@@ -7,11 +7,13 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
 	"github.com/roboco-sandbox/sandbox-controller/controllers"
 	dd "github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver"
 	"github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver/fake"
+	"github.com/roboco-sandbox/sandbox-controller/internal/engine"
 )
 
 var _ = Describe("Provisioning", func() {
@@ -159,7 +161,22 @@ var _ = Describe("Provisioning", func() {
 		}, "3s", "100ms").Should(BeEmpty())
 	})
 
-	It("uses the operator's image overrides", func() {
-		_ = fake.Image{}
+})
+
+var _ = Describe("Operator options", func() {
+	It("run the operator's images and resource defaults, never the author's", func() {
+		opts := testOptions()
+		opts.Images = map[string]engine.Images{"redis": {Default: "localhost:5001/sandbox-test/redis:7"}}
+		opts.DefaultMemory = resource.MustParse("128Mi")
+		host := newHost()
+		host.AddRegistryImage("localhost:5001/sandbox-test/redis:7", fake.Image{})
+		startManager(host, opts)
+		sb := newSandbox(newNamespace(), "override", "override-1", "redis")
+		Expect(k8sClient.Create(ctx, sb)).To(Succeed())
+		got := waitReady(sb)
+		Expect(got.Status.Services[0].Image).To(Equal("localhost:5001/sandbox-test/redis:7"))
+		c, _ := host.Peek(got.Status.Services[0].ContainerID)
+		Expect(c.Image).To(Equal("localhost:5001/sandbox-test/redis:7"))
+		Expect(c.MemoryBytes).To(Equal(int64(128 << 20)))
 	})
 })

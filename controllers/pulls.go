@@ -57,9 +57,9 @@ func (p *pullTracker) start(ctx context.Context) {
 	p.mu.Unlock()
 }
 
-// pullBackoff spaces retries of a failing pull: 10 s, doubling, at most 5 min.
+// pullBackoff spaces retries of a failing pull: 5 s, doubling, at most 5 min.
 func pullBackoff(failures int) time.Duration {
-	d := 10 * time.Second
+	d := 5 * time.Second
 	for i := 1; i < failures && d < 5*time.Minute; i++ {
 		d *= 2
 	}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -63,7 +64,7 @@ type serviceSpec struct {
 const (
 	probeInterval     = time.Second
 	probeLateInterval = 15 * time.Second
-	featureRetry      = 30 * time.Second
+	featureRetry      = 5 * time.Second
 	createRetry       = 5 * time.Second
 	pullPollInterval  = 5 * time.Second
 )
@@ -198,6 +199,11 @@ func (r *SandboxReconciler) reconcileService(ctx context.Context, sb *sandboxv1.
 		}
 	}
 
+	// Note: the restart count lives on the container (a label set at creation), not
+	// only in status, which a reconcile may read stale from the cache.
+	if current != nil {
+		res.status.Restarts = max(res.status.Restarts, restartsOf(current.Labels))
+	}
 	recreating := false
 	if current != nil && current.State != dd.StateRunning && current.State != dd.StateCreated {
 		c, err := r.Driver.Inspect(ctx, current.ID)
@@ -206,7 +212,7 @@ func (r *SandboxReconciler) reconcileService(ctx context.Context, sb *sandboxv1.
 		}
 		if err == nil {
 			exitMsg := r.exitMessage(ctx, c)
-			if wait := restartBackoff(prev.Restarts) - time.Since(c.FinishedAt); wait > 0 {
+			if wait := restartBackoff(res.status.Restarts) - time.Since(c.FinishedAt); wait > 0 {
 				res.status.ContainerID = c.ID
 				res.containers = part{reason: sandboxv1.ReasonExited, message: redact(exitMsg) + fmt.Sprintf("; recreating in %s", wait.Round(time.Second))}
 				res.probes = part{reason: sandboxv1.ReasonProbing, message: e.Name() + " is not running"}
@@ -251,8 +257,11 @@ func (r *SandboxReconciler) reconcileService(ctx context.Context, sb *sandboxv1.
 			res.after(pullPollInterval)
 			return res
 		}
+		spec := svc.container
+		spec.Labels = maps.Clone(spec.Labels)
+		spec.Labels[LabelRestarts] = strconv.Itoa(int(res.status.Restarts))
 		var err error
-		c, err = r.Driver.CreateContainer(ctx, svc.container)
+		c, err = r.Driver.CreateContainer(ctx, spec)
 		var conflict *dd.ConflictError
 		switch {
 		case errors.As(err, &conflict):
@@ -477,6 +486,12 @@ func containerAddress(c dd.Container, network string) string {
 		}
 	}
 	return ""
+}
+
+// restartsOf reads the restart count a container was created with.
+func restartsOf(labels map[string]string) int32 {
+	n, _ := strconv.Atoi(labels[LabelRestarts])
+	return int32(n)
 }
 
 func featureStrings(fs []sandboxv1.Feature) []string {

@@ -21,16 +21,53 @@ type engineSim struct {
 	created map[string][]string
 	// broken extensions are accepted by CREATE EXTENSION but never appear.
 	broken map[string]bool
+	// crash makes new containers of an image exit at once with this code and log.
+	crash map[string]crash
+}
+
+type crash struct {
+	code int
+	log  string
+}
+
+// crashOnStart makes containers of image exit right after they start; clear undoes it.
+func (s *engineSim) crashOnStart(image string, code int, log string) (clear func()) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.crash[image] = crash{code, log}
+	return func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		delete(s.crash, image)
+	}
+}
+
+func (s *engineSim) CreateContainer(ctx context.Context, spec dd.ContainerSpec) (dd.Container, error) {
+	c, err := s.Driver.CreateContainer(ctx, spec)
+	s.mu.Lock()
+	cr, crashes := s.crash[spec.Image]
+	s.mu.Unlock()
+	if err != nil || !crashes || c.State != dd.StateRunning {
+		return c, err
+	}
+	_ = s.AppendLogs(c.ID, cr.log)
+	_ = s.ExitContainer(c.ID, cr.code, 0)
+	return s.Inspect(ctx, c.ID)
 }
 
 func newEngineSim(opts ...fake.Option) *engineSim {
-	return &engineSim{Driver: fake.New(opts...), created: map[string][]string{}, broken: map[string]bool{}}
+	return &engineSim{Driver: fake.New(opts...), created: map[string][]string{}, broken: map[string]bool{}, crash: map[string]crash{}}
 }
 
-func (s *engineSim) breakExtension(name string) {
+func (s *engineSim) breakExtension(name string) (clear func()) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.broken[name] = true
+	return func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		delete(s.broken, name)
+	}
 }
 
 func (s *engineSim) Exec(ctx context.Context, id string, spec dd.ExecSpec) (dd.ExecResult, error) {
