@@ -1,0 +1,213 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	goredis "github.com/redis/go-redis/v9"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	mongoopts "go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	dd "github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver"
+	"github.com/roboco-sandbox/sandbox-controller/internal/engine"
+)
+
+// runEngine starts image with e's registry settings, as the controller does, and
+// removes it (with its volumes) when the test ends.
+func (h *host) runEngine(t *testing.T, e engine.Engine, image, network, password string, features []string, extraEnv map[string]string) dd.Container {
+	t.Helper()
+	labels := map[string]string{testLabel: runID, "sandbox.roboco.io/uid": "it-" + runID}
+	env := e.Env(password)
+	for k, v := range extraEnv {
+		if env == nil {
+			env = map[string]string{}
+		}
+		env[k] = v
+	}
+	name := fmt.Sprintf("sbx-it-%s-%s-%d", e.Slug(), runID, time.Now().UnixNano()%1e6)
+	c, err := h.driver.CreateContainer(context.Background(), dd.ContainerSpec{
+		Name: name, Image: image, Labels: labels, OwnerLabel: "sandbox.roboco.io/uid",
+		Env: env, Cmd: e.Command(password, features), Tmpfs: e.Tmpfs(),
+		MemoryBytes: 512 << 20, NanoCPUs: 1e9, PidsLimit: 512,
+		Network: network, Aliases: []string{name},
+	})
+	if err != nil {
+		t.Fatalf("creating %s: %v", name, err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			logs, _ := h.driver.LogsTail(context.Background(), c.ID, 30)
+			t.Logf("logs of %s:\n%s", name, logs)
+		}
+		if err := h.driver.Remove(context.Background(), c.ID, 5*time.Second); err != nil {
+			t.Errorf("removing %s: %v", name, err)
+		}
+	})
+	return c
+}
+
+// probeUntilReady runs e's probe every interval until it passes or the engine's
+// deadline ends, and returns when it passed (measured from the container's start).
+func (h *host) probeUntilReady(t *testing.T, e engine.Engine, c dd.Container, network, password string, interval time.Duration) time.Duration {
+	t.Helper()
+	addr := c.Networks[network].IPAddress
+	step := e.Probe(password, addr)
+	deadline := time.Now().Add(e.ProbeDeadline())
+	var last string
+	for time.Now().Before(deadline) {
+		res, err := h.driver.Exec(context.Background(), c.ID, dd.ExecSpec{Cmd: step.Argv, Env: step.Env, Timeout: step.Timeout})
+		if err == nil && step.Passed(res.ExitCode, res.Stdout) {
+			return time.Since(c.StartedAt)
+		}
+		last = fmt.Sprintf("exit %d err %v: %s %s", res.ExitCode, err, res.Stdout, res.Stderr)
+		time.Sleep(interval)
+	}
+	t.Fatalf("%s did not answer its probe within %s; last: %s", e.Name(), e.ProbeDeadline(), last)
+	return 0
+}
+
+// connect proves the published credentials work with the engine's real client, from
+// the host to the container's address, and that a wrong password does not.
+func connect(t *testing.T, e engine.Engine, addr, password string) {
+	t.Helper()
+	vars := e.Publish(addr, password)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	try := func(pw string) error {
+		switch e.Name() {
+		case "postgres":
+			conn, err := pgx.Connect(ctx, fmt.Sprintf("postgres://%s:%s@%s/%s?sslmode=disable",
+				vars["ROBOCO_TEST_DB_USER"], pw, net.JoinHostPort(addr, vars["ROBOCO_TEST_DB_PORT"]), vars["ROBOCO_TEST_DB_ADMIN_DB"]))
+			if err != nil {
+				return err
+			}
+			defer conn.Close(ctx)
+			var one int
+			if err := conn.QueryRow(ctx, "SELECT 1").Scan(&one); err != nil || one != 1 {
+				return fmt.Errorf("SELECT 1 = %d, %v", one, err)
+			}
+			return nil
+		case "redis":
+			rdb := goredis.NewClient(&goredis.Options{Addr: net.JoinHostPort(addr, vars["ROBOCO_TEST_REDIS_PORT"]), Password: pw})
+			defer rdb.Close()
+			if err := rdb.Set(ctx, "k", "v", 0).Err(); err != nil {
+				return err
+			}
+			return rdb.Ping(ctx).Err()
+		case "mongo":
+			uri := fmt.Sprintf("mongodb://%s:%s@%s/?authSource=%s&directConnection=true&serverSelectionTimeoutMS=5000",
+				vars["ROBOCO_TEST_MONGO_USER"], pw, net.JoinHostPort(addr, vars["ROBOCO_TEST_MONGO_PORT"]), vars["ROBOCO_TEST_MONGO_AUTH_DB"])
+			cl, err := mongo.Connect(mongoopts.Client().ApplyURI(uri))
+			if err != nil {
+				return err
+			}
+			defer func() { _ = cl.Disconnect(context.Background()) }()
+			if err := cl.Ping(ctx, nil); err != nil {
+				return err
+			}
+			_, err = cl.Database("sandbox").Collection("it").InsertOne(ctx, map[string]string{"k": "v"})
+			return err
+		}
+		return fmt.Errorf("no client for %s", e.Name())
+	}
+	if err := try(password); err != nil {
+		t.Fatalf("%s refused the published credentials: %v", e.Name(), err)
+	}
+	if err := try(password + "-wrong"); err == nil {
+		t.Fatalf("%s accepted a wrong password", e.Name())
+	}
+}
+
+// TestEngineImages runs each engine's image through the driver the way the
+// controller does, and connects with a real client using the generated password.
+func TestEngineImages(t *testing.T) {
+	h := newHost(t)
+	plain, _ := images(t)
+	network := h.network(t)
+	volumesBefore := h.volumes(t)
+	for _, e := range engine.All() {
+		t.Run(e.Name(), func(t *testing.T) {
+			t.Parallel()
+			ref := plain[e.Name()]
+			h.forgetImage(t, ref)
+			start := time.Now()
+			if err := h.driver.PullImage(context.Background(), ref, nil); err != nil {
+				t.Fatalf("pulling %s from the local registry: %v", ref, err)
+			}
+			pulled := time.Since(start)
+			password, err := engine.NewPassword()
+			if err != nil {
+				t.Fatal(err)
+			}
+			created := time.Now()
+			c := h.runEngine(t, e, ref, network, password, nil, nil)
+			ready := h.probeUntilReady(t, e, c, network, password, 100*time.Millisecond)
+			probed := time.Since(created)
+			connect(t, e, c.Networks[network].IPAddress, password)
+			t.Logf("%s: pull %s; create→first successful probe %s (start→ready %s); create→client connected %s",
+				e.Name(), pulled.Round(time.Millisecond), probed.Round(time.Millisecond), ready.Round(time.Millisecond),
+				time.Since(created).Round(time.Millisecond))
+		})
+	}
+	t.Cleanup(func() {
+		if left := h.leftovers(t, map[string]string{testLabel: runID}); len(left) > 0 {
+			t.Errorf("containers left behind: %v", left)
+		}
+		for v := range h.volumes(t) {
+			if !volumesBefore[v] {
+				t.Errorf("volume %s left behind", v)
+			}
+		}
+	})
+}
+
+// TestPostgresProbeIgnoresTheInitServer starts postgres with a widened init phase and
+// probes every 50 ms from the first instant: the temporary server answers on the
+// socket (a naive probe passes), but our probe must not pass until init is over.
+func TestPostgresProbeIgnoresTheInitServer(t *testing.T) {
+	h := newHost(t)
+	plain, _ := images(t)
+	network := h.network(t)
+	e, _ := engine.Lookup("postgres")
+	password, _ := engine.NewPassword()
+	c := h.runEngine(t, e, plain["postgres"], network, password, nil, map[string]string{"SANDBOX_TEST_INIT_DELAY": "3"})
+	addr := c.Networks[network].IPAddress
+	probe := e.Probe(password, addr)
+	naive := []string{"pg_isready", "-q"} // the socket, as upstream probed
+
+	naivePassedDuringInit := false
+	deadline := time.Now().Add(e.ProbeDeadline())
+	for attempt := 0; time.Now().Before(deadline); attempt++ {
+		logs, err := h.driver.LogsTail(context.Background(), c.ID, 200)
+		if err != nil {
+			t.Fatal(err)
+		}
+		initOver := strings.Contains(logs, "init process complete")
+		res, err := h.driver.Exec(context.Background(), c.ID, dd.ExecSpec{Cmd: probe.Argv, Env: probe.Env, Timeout: probe.Timeout})
+		if err == nil && probe.Passed(res.ExitCode, res.Stdout) {
+			if !initOver {
+				t.Fatalf("attempt %d: the probe passed while only the init server ran", attempt)
+			}
+			if !naivePassedDuringInit {
+				t.Fatal("the socket probe never passed during init: the trap was not reproduced")
+			}
+			t.Logf("probe passed after %d attempts, %s after start; the socket probe had passed during init",
+				attempt, time.Since(c.StartedAt).Round(time.Millisecond))
+			connect(t, e, addr, password)
+			return
+		}
+		if !initOver {
+			if r, err := h.driver.Exec(context.Background(), c.ID, dd.ExecSpec{Cmd: naive, Timeout: 5 * time.Second}); err == nil && r.ExitCode == 0 {
+				naivePassedDuringInit = true
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("postgres never answered within %s", e.ProbeDeadline())
+}
+
