@@ -210,4 +210,3 @@ func TestPostgresProbeIgnoresTheInitServer(t *testing.T) {
 	}
 	t.Fatalf("postgres never answered within %s", e.ProbeDeadline())
 }
-
