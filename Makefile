@@ -16,9 +16,14 @@ help: ## Show the targets.
 
 ##@ Development
 
+# The manager image; `make docker-build deploy IMG=registry.example/sandbox-controller:v1`.
+IMG ?= sandbox-controller:dev
+# The kubectl `make envtest` builds (no download site is reachable); override with KUBECTL=kubectl.
+KUBECTL ?= "$$(hack/build-envtest.sh)/kubectl"
+
 .PHONY: manifests
-manifests: ## Generate the CRD under config/crd/bases from the API markers.
-	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=config/crd/bases
+manifests: ## Generate the CRD (config/crd/bases) and the manager's ClusterRole (config/rbac/role.yaml) from the markers.
+	$(CONTROLLER_GEN) rbac:roleName=manager-role crd paths="./api/...;./controllers/..." output:crd:artifacts:config=config/crd/bases output:rbac:artifacts:config=config/rbac
 
 .PHONY: generate
 generate: ## Generate the deepcopy methods of the API types.
@@ -46,6 +51,54 @@ envtest: ## Build kube-apiserver, etcd and kubectl from source into bin/k8s/<ver
 docker: ## Make sure a Docker engine answers (installs and starts dockerd when needed).
 	hack/ensure-docker.sh
 
+.PHONY: images
+images: docker ## Build the engine images (postgres, redis, mongo stand-in) and serve them from the local registry.
+	hack/images.sh
+
 .PHONY: test
-test: verify-generated vet docker ## Run every test suite (builds what it needs first).
+test: verify-generated vet images ## Run every test suite (builds what it needs first).
 	KUBEBUILDER_ASSETS="$$(hack/build-envtest.sh)" go test $(GO_TEST_FLAGS) ./...
+
+##@ Build
+
+.PHONY: build
+build: ## Build the manager binary into bin/manager.
+	CGO_ENABLED=0 go build -trimpath -o bin/manager ./cmd/manager
+
+.PHONY: run
+run: ## Run the manager against the current kubeconfig (ARGS="--flag=value ..."; the CRD must be installed: make install).
+	go run ./cmd/manager $(ARGS)
+
+.PHONY: docker-build
+docker-build: ## Build the manager image IMG (default sandbox-controller:dev): a static binary on scratch, no base image pulled.
+	CGO_ENABLED=0 GOOS=linux GOARCH="$$(docker version -f '{{.Server.Arch}}')" go build -trimpath -ldflags='-s -w' -o bin/docker/manager ./cmd/manager
+	docker build -t $(IMG) .
+
+##@ Deployment
+
+.PHONY: install
+install: ## Install the CRD into the cluster of the current kubeconfig.
+	$(KUBECTL) apply --server-side -k config/crd
+
+.PHONY: uninstall
+uninstall: ## Remove the CRD (and with it every Sandbox) from the cluster.
+	$(KUBECTL) delete --ignore-not-found -k config/crd
+
+.PHONY: deploy
+deploy: ## Deploy CRD, RBAC and the manager (image IMG) with kustomize (config/default).
+	hack/deploy-overlay.sh '$(IMG)' bin/deploy
+	$(KUBECTL) apply --server-side -k bin/deploy
+
+.PHONY: undeploy
+undeploy: ## Delete what deploy created (delete your Sandboxes first, while the manager can still tear them down).
+	$(KUBECTL) delete --ignore-not-found -k config/default
+
+##@ Demo
+
+.PHONY: demo
+demo: ## Run everything locally: control plane, manager, a Sandbox with working credentials (leaves it running).
+	hack/demo.sh
+
+.PHONY: demo-stop
+demo-stop: ## Stop the demo and remove everything it created (and nothing else).
+	hack/demo-stop.sh
