@@ -1,0 +1,156 @@
+package integration
+
+import (
+	"context"
+	"os"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
+	"github.com/roboco-sandbox/sandbox-controller/controllers"
+	"github.com/roboco-sandbox/sandbox-controller/internal/engine"
+	"github.com/roboco-sandbox/sandbox-controller/internal/testenv"
+)
+
+// controlPlane starts envtest and a manager running the Sandbox reconciler against
+// the real Docker engine with the local engine images on a test network.
+type controlPlane struct {
+	client  client.Client
+	network string
+}
+
+func startControlPlane(t *testing.T, h *host) *controlPlane {
+	t.Helper()
+	env, err := testenv.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Stop() })
+	scheme := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(scheme)
+	_ = sandboxv1.AddToScheme(scheme)
+	c, err := client.New(env.Config, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	plain, kitchen := images(t)
+	opts := controllers.DefaultOptions()
+	opts.DefaultNetwork = h.network(t)
+	opts.StopTimeout = 5 * time.Second
+	opts.Images = map[string]engine.Images{}
+	for name, ref := range plain {
+		opts.Images[name] = engine.Images{Default: ref, KitchenSink: kitchen[name]}
+	}
+	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
+		Scheme:     scheme,
+		Metrics:    metricsserver.Options{BindAddress: "0"},
+		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := (&controllers.SandboxReconciler{Client: mgr.GetClient(), Driver: h.driver, Options: opts}).SetupWithManager(mgr); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("manager: %v", err)
+		}
+	})
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "it"}}
+	if err := c.Create(context.Background(), ns); err != nil {
+		t.Fatal(err)
+	}
+	return &controlPlane{client: c, network: opts.DefaultNetwork}
+}
+
+// waitFor polls cond until it holds or timeout passes.
+func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", timeout, what)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// TestSandboxOnRealDocker: a postgres+redis Sandbox becomes Ready on the real engine,
+// the Secret's credentials connect, and deleting it leaves no container or volume.
+func TestSandboxOnRealDocker(t *testing.T) {
+	if os.Getenv("SANDBOX_SKIP_DOCKER") == "1" {
+		t.Skip("SANDBOX_SKIP_DOCKER=1")
+	}
+	h := newHost(t)
+	cp := startControlPlane(t, h)
+	ctx := context.Background()
+	volumesBefore := h.volumes(t)
+
+	sb := &sandboxv1.Sandbox{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "it", Name: "real"},
+		Spec: sandboxv1.SandboxSpec{AgentID: "it-" + runID, Owner: &sandboxv1.OwnerSpec{Policy: sandboxv1.OwnerPolicyNone},
+			Services: []sandboxv1.ServiceSpec{{Engine: "postgres"}, {Engine: "redis"}}},
+	}
+	created := time.Now()
+	if err := cp.client.Create(ctx, sb); err != nil {
+		t.Fatal(err)
+	}
+	got := &sandboxv1.Sandbox{}
+	waitFor(t, 3*time.Minute, "Ready", func() bool {
+		if err := cp.client.Get(ctx, client.ObjectKeyFromObject(sb), got); err != nil {
+			return false
+		}
+		return meta.IsStatusConditionTrue(got.Status.Conditions, sandboxv1.ConditionReady)
+	})
+	t.Logf("create → Ready: %s", time.Since(created).Round(time.Millisecond))
+
+	secret := &corev1.Secret{}
+	if err := cp.client.Get(ctx, client.ObjectKey{Namespace: "it", Name: got.Status.SecretName}, secret); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range got.Status.Services {
+		e, _ := engine.Lookup(string(s.Engine))
+		c, err := h.driver.Inspect(ctx, s.ContainerID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.Host != c.Name {
+			t.Errorf("%s: published host %q, want the container name %q (its alias on %s)", s.Engine, s.Host, c.Name, cp.network)
+		}
+		// The host's tests resolve no Docker DNS: connect to the address behind the name.
+		connect(t, e, c.Networks[cp.network].IPAddress, string(secret.Data[e.PasswordKey()]))
+	}
+
+	if err := cp.client.Delete(ctx, sb); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, time.Minute, "the Sandbox to be gone", func() bool {
+		return client.IgnoreNotFound(cp.client.Get(ctx, client.ObjectKeyFromObject(sb), got)) == nil &&
+			cp.client.Get(ctx, client.ObjectKeyFromObject(sb), got) != nil
+	})
+	if left := h.leftovers(t, map[string]string{controllers.LabelUID: string(got.UID)}); len(left) > 0 {
+		t.Errorf("containers left: %v", left)
+	}
+	for v := range h.volumes(t) {
+		if !volumesBefore[v] {
+			t.Errorf("volume %s left behind", v)
+		}
+	}
+}
