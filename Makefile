@@ -59,6 +59,10 @@ images: docker ## Build the engine images (postgres, redis, mongo stand-in) and 
 test: verify-generated vet images ## Run every test suite (builds what it needs first).
 	KUBEBUILDER_ASSETS="$$(hack/build-envtest.sh)" go test $(GO_TEST_FLAGS) ./...
 
+.PHONY: bench
+bench: images ## Measure create→Ready per engine and for the trio on the real engine (medians of 5, ratios), and idle Docker calls.
+	SANDBOX_BENCH=1 KUBEBUILDER_ASSETS="$$(hack/build-envtest.sh)" go test -count=1 -timeout 60m -run TestBench -v ./test/integration/ | grep -E '^(=== RUN|--- |\s+\S+_test.go|ok|FAIL)'
+
 ##@ Build
 
 .PHONY: build

@@ -1,0 +1,292 @@
+// Package config_test checks the deployment manifests: that every kustomization
+// renders with the kubectl `make envtest` builds, that the manager gets the least
+// privilege it needs, that the Deployment is as tight as the Docker socket allows,
+// and that the rendered manifests and the samples are accepted by a real API server.
+package config_test
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"io"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/yaml"
+
+	"github.com/roboco-sandbox/sandbox-controller/internal/testenv"
+)
+
+// kustomize renders a kustomization under config/ with the built kubectl.
+func kustomize(t *testing.T, dir string) []byte {
+	t.Helper()
+	assets, err := testenv.AssetsDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	cmd := exec.Command(filepath.Join(assets, "kubectl"), "kustomize", filepath.Join(testenv.Root(), "config", dir))
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("kubectl kustomize config/%s: %v: %s", dir, err, stderr.String())
+	}
+	return stdout.Bytes()
+}
+
+type object struct {
+	kind, name, namespace string
+	raw                   []byte
+}
+
+func split(t *testing.T, rendered []byte) []object {
+	t.Helper()
+	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(rendered)))
+	var objs []object
+	for {
+		doc, err := r.Read()
+		if errors.Is(err, io.EOF) {
+			return objs
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		var meta struct {
+			Kind     string `json:"kind"`
+			Metadata struct {
+				Name      string `json:"name"`
+				Namespace string `json:"namespace"`
+			} `json:"metadata"`
+		}
+		if err := yaml.Unmarshal(doc, &meta); err != nil {
+			t.Fatal(err)
+		}
+		if meta.Kind != "" {
+			objs = append(objs, object{meta.Kind, meta.Metadata.Name, meta.Metadata.Namespace, doc})
+		}
+	}
+}
+
+func only[T any](t *testing.T, objs []object, kind string) T {
+	t.Helper()
+	var found []object
+	for _, o := range objs {
+		if o.kind == kind {
+			found = append(found, o)
+		}
+	}
+	if len(found) != 1 {
+		t.Fatalf("want one %s, found %d", kind, len(found))
+	}
+	var v T
+	if err := yaml.UnmarshalStrict(found[0].raw, &v); err != nil {
+		t.Fatalf("%s %s: %v", kind, found[0].name, err)
+	}
+	return v
+}
+
+func TestEveryKustomizationRenders(t *testing.T) {
+	for _, dir := range []string{"default", "crd", "rbac", "manager", "samples"} {
+		if objs := split(t, kustomize(t, dir)); len(objs) == 0 {
+			t.Errorf("config/%s renders nothing", dir)
+		}
+	}
+}
+
+func TestDefaultHasEverything(t *testing.T) {
+	var got []string
+	for _, o := range split(t, kustomize(t, "default")) {
+		got = append(got, o.kind+"/"+o.name)
+		if o.namespace != "" && o.namespace != "sandbox-system" {
+			t.Errorf("%s/%s is in namespace %q, want sandbox-system", o.kind, o.name, o.namespace)
+		}
+	}
+	slices.Sort(got)
+	want := []string{
+		"ClusterRole/sandbox-controller-manager-role",
+		"ClusterRoleBinding/sandbox-controller-manager-rolebinding",
+		"CustomResourceDefinition/sandboxes.sandbox.roboco.io",
+		"Deployment/sandbox-controller-controller-manager",
+		"Namespace/sandbox-system",
+		"Role/sandbox-controller-leader-election-role",
+		"RoleBinding/sandbox-controller-leader-election-rolebinding",
+		"Service/sandbox-controller-controller-manager-metrics",
+		"ServiceAccount/sandbox-controller-controller-manager",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("config/default renders\n  %s\nwant\n  %s", strings.Join(got, "\n  "), strings.Join(want, "\n  "))
+	}
+}
+
+// allowed is everything the manager may do: Sandboxes, their status and
+// finalizers, Secrets, events, and (in its own namespace) Leases.
+var allowed = map[string][]string{
+	"sandbox.roboco.io/sandboxes":            {"get", "list", "watch", "update", "patch", "delete"},
+	"sandbox.roboco.io/sandboxes/status":     {"get", "update", "patch"},
+	"sandbox.roboco.io/sandboxes/finalizers": {"update"},
+	"/secrets":                               {"get", "list", "watch", "create", "update", "patch", "delete"},
+	"events.k8s.io/events":                   {"create", "patch"},
+}
+
+var allowedInOwnNamespace = map[string][]string{
+	"coordination.k8s.io/leases": {"get", "list", "watch", "create", "update", "patch", "delete"},
+	"/events":                    {"create", "patch"},
+}
+
+func checkRules(t *testing.T, what string, rules []rbacv1.PolicyRule, allow map[string][]string) {
+	t.Helper()
+	for _, r := range rules {
+		if len(r.NonResourceURLs) > 0 || len(r.ResourceNames) > 0 {
+			t.Errorf("%s: unexpected rule %+v", what, r)
+		}
+		for _, g := range r.APIGroups {
+			for _, res := range r.Resources {
+				for _, verb := range r.Verbs {
+					if !slices.Contains(allow[g+"/"+res], verb) {
+						t.Errorf("%s grants %s on %s/%s: more than the manager needs (allowed: %v)", what, verb, g, res, allow)
+					}
+				}
+			}
+		}
+	}
+}
+
+func TestLeastPrivilege(t *testing.T) {
+	objs := split(t, kustomize(t, "default"))
+	cr := only[rbacv1.ClusterRole](t, objs, "ClusterRole")
+	checkRules(t, "ClusterRole "+cr.Name, cr.Rules, allowed)
+	role := only[rbacv1.Role](t, objs, "Role")
+	checkRules(t, "Role "+role.Name, role.Rules, allowedInOwnNamespace)
+	sa := only[corev1.ServiceAccount](t, objs, "ServiceAccount")
+	for _, b := range []struct {
+		kind     string
+		subjects []rbacv1.Subject
+		ref      rbacv1.RoleRef
+	}{
+		{"ClusterRoleBinding", only[rbacv1.ClusterRoleBinding](t, objs, "ClusterRoleBinding").Subjects, only[rbacv1.ClusterRoleBinding](t, objs, "ClusterRoleBinding").RoleRef},
+		{"RoleBinding", only[rbacv1.RoleBinding](t, objs, "RoleBinding").Subjects, only[rbacv1.RoleBinding](t, objs, "RoleBinding").RoleRef},
+	} {
+		if len(b.subjects) != 1 || b.subjects[0].Name != sa.Name || b.subjects[0].Namespace != sa.Namespace {
+			t.Errorf("%s binds %+v, want only the manager's service account", b.kind, b.subjects)
+		}
+		if want := map[string]string{"ClusterRoleBinding": cr.Name, "RoleBinding": role.Name}[b.kind]; b.ref.Name != want {
+			t.Errorf("%s refers to %s, want %s", b.kind, b.ref.Name, want)
+		}
+	}
+}
+
+func TestDeploymentIsTight(t *testing.T) {
+	objs := split(t, kustomize(t, "default"))
+	d := only[appsv1.Deployment](t, objs, "Deployment")
+	sa := only[corev1.ServiceAccount](t, objs, "ServiceAccount")
+	spec := d.Spec.Template.Spec
+	if spec.ServiceAccountName != sa.Name {
+		t.Errorf("service account %q, want %q", spec.ServiceAccountName, sa.Name)
+	}
+	if spec.HostNetwork || spec.HostPID || spec.HostIPC {
+		t.Error("the manager needs no host namespaces")
+	}
+	var socket *corev1.Volume
+	for i, v := range spec.Volumes {
+		if v.HostPath != nil {
+			if v.HostPath.Path != "/var/run/docker.sock" || v.HostPath.Type == nil || *v.HostPath.Type != corev1.HostPathSocket {
+				t.Errorf("hostPath volume %s = %+v, want only the Docker socket, of type Socket", v.Name, v.HostPath)
+			}
+			socket = &spec.Volumes[i]
+		}
+	}
+	if socket == nil {
+		t.Fatal("no Docker socket volume")
+	}
+	if len(spec.Containers) != 1 {
+		t.Fatalf("%d containers, want 1", len(spec.Containers))
+	}
+	c := spec.Containers[0]
+	if !slices.Contains(c.Args, "--leader-elect") {
+		t.Error("the manager does not elect a leader")
+	}
+	sc := c.SecurityContext
+	if sc == nil || sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation || sc.Privileged == nil || *sc.Privileged ||
+		sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem || sc.Capabilities == nil || !slices.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) ||
+		len(sc.Capabilities.Add) > 0 {
+		t.Errorf("container securityContext %+v: want no privilege escalation, not privileged, read-only root, all capabilities dropped", sc)
+	}
+	if psc := spec.SecurityContext; psc == nil || psc.SeccompProfile == nil || psc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
+		t.Error("want the RuntimeDefault seccomp profile")
+	}
+	mounted := false
+	for _, m := range c.VolumeMounts {
+		mounted = mounted || m.Name == socket.Name && m.MountPath == "/var/run/docker.sock"
+	}
+	if !mounted {
+		t.Error("the socket is not mounted at /var/run/docker.sock")
+	}
+	if c.LivenessProbe == nil || c.LivenessProbe.HTTPGet == nil || c.LivenessProbe.HTTPGet.Path != "/healthz" {
+		t.Errorf("liveness probe %+v, want GET /healthz", c.LivenessProbe)
+	}
+	if c.ReadinessProbe == nil || c.ReadinessProbe.HTTPGet == nil || c.ReadinessProbe.HTTPGet.Path != "/readyz" {
+		t.Errorf("readiness probe %+v, want GET /readyz", c.ReadinessProbe)
+	}
+	if c.Resources.Requests.Cpu().IsZero() || c.Resources.Requests.Memory().IsZero() {
+		t.Errorf("resources %+v: want CPU and memory requests", c.Resources)
+	}
+}
+
+// TestManifestsApply applies config/default and the samples to a real API server,
+// and asks its RBAC authorizer what the manager's service account may do.
+func TestManifestsApply(t *testing.T) {
+	env, err := testenv.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Stop() })
+	root := testenv.Root()
+	if out, err := env.Kubectl("apply", "--server-side", "-k", filepath.Join(root, "config", "default")); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if out, err := env.Kubectl("apply", "-n", "default", "-k", filepath.Join(root, "config", "samples")); err != nil {
+		t.Fatalf("samples: %v\n%s", err, out)
+	}
+	out, err := env.Kubectl("get", "sandboxes", "-n", "default", "-o", "name")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Fields(out); !slices.Equal(got, []string{"sandbox.sandbox.roboco.io/demo-features", "sandbox.sandbox.roboco.io/demo-pg", "sandbox.sandbox.roboco.io/demo-trio"}) {
+		t.Errorf("samples created %v", got)
+	}
+
+	const sa = "system:serviceaccount:sandbox-system:sandbox-controller-controller-manager"
+	for _, tc := range []struct {
+		args []string
+		want bool
+	}{
+		{[]string{"watch", "sandboxes.sandbox.roboco.io", "-A"}, true},
+		{[]string{"patch", "sandboxes.sandbox.roboco.io", "--subresource=status", "-n", "agents"}, true},
+		{[]string{"update", "sandboxes.sandbox.roboco.io", "--subresource=finalizers", "-n", "agents"}, true},
+		{[]string{"create", "secrets", "-n", "agents"}, true},
+		{[]string{"create", "events.events.k8s.io", "-n", "agents"}, true},
+		{[]string{"update", "leases.coordination.k8s.io", "-n", "sandbox-system"}, true},
+		{[]string{"create", "sandboxes.sandbox.roboco.io", "-n", "agents"}, false},
+		{[]string{"update", "leases.coordination.k8s.io", "-n", "kube-system"}, false},
+		{[]string{"list", "pods", "-A"}, false},
+		{[]string{"get", "configmaps", "-n", "sandbox-system"}, false},
+		{[]string{"create", "pods/exec", "-n", "agents"}, false},
+		{[]string{"create", "serviceaccounts/token", "-n", "sandbox-system"}, false},
+	} {
+		out, err := env.Kubectl(append([]string{"auth", "can-i", "--as", sa}, tc.args...)...)
+		got := strings.TrimSpace(out) == "yes"
+		if err != nil && got {
+			t.Errorf("can-i %v: %v", tc.args, err)
+		}
+		if got != tc.want {
+			t.Errorf("manager can %v: %t, want %t", tc.args, got, tc.want)
+		}
+	}
+}
+
