@@ -24,6 +24,9 @@ type Options struct {
 	// ResyncPeriod is how often a settled Sandbox is looked at again (jittered);
 	// Docker events make it the backstop, not the mechanism.
 	ResyncPeriod time.Duration
+	// SweepInterval is how often the orphan sweep runs (jittered); Docker events and
+	// Sandbox deletions trigger it in between.
+	SweepInterval time.Duration
 	// StopTimeout is how long a container gets between SIGTERM and SIGKILL on teardown.
 	StopTimeout time.Duration
 	// PidsLimit caps the processes of each service container.
@@ -42,6 +45,7 @@ func DefaultOptions() Options {
 		OwnerTemplate: "roboco-agent-{agentID}",
 		GracePeriod:   180 * time.Second,
 		ResyncPeriod:  10 * time.Minute,
+		SweepInterval: 60 * time.Second,
 		StopTimeout:   5 * time.Second,
 		PidsLimit:     512,
 		DefaultMemory: resource.MustParse("512Mi"),
@@ -67,8 +71,8 @@ func (o Options) Validate() error {
 	if !strings.Contains(o.OwnerTemplate, "{agentID}") {
 		errs = append(errs, fmt.Sprintf("owner template %q must contain {agentID}", o.OwnerTemplate))
 	}
-	if o.GracePeriod <= 0 || o.ResyncPeriod <= 0 || o.StopTimeout <= 0 {
-		errs = append(errs, "grace period, resync period and stop timeout must be positive")
+	if o.GracePeriod <= 0 || o.ResyncPeriod <= 0 || o.StopTimeout <= 0 || o.SweepInterval <= 0 {
+		errs = append(errs, "grace period, resync period, sweep interval and stop timeout must be positive")
 	}
 	if o.DefaultMemory.Cmp(o.MaxMemory) > 0 || o.DefaultCPU.Cmp(o.MaxCPU) > 0 {
 		errs = append(errs, "default memory and CPU must not exceed the maxima")

@@ -82,10 +82,15 @@ func (r *SandboxReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 
 	before := sb.DeepCopy()
 	result, err := r.reconcileServices(ctx, sb)
+	ownerLeft, ownerGone, ownerErr := r.reconcileOwner(ctx, sb)
+	err = errors.Join(err, ownerErr)
 	if perr := r.patchStatus(ctx, before, sb); perr != nil {
 		return ctrl.Result{}, errors.Join(err, perr)
 	}
-	if err != nil {
+	if ownerGone {
+		return ctrl.Result{}, nil
+	}
+	if result, err = withOwnerDeadline(result, err, ownerLeft); err != nil {
 		return ctrl.Result{}, err
 	}
 	if ttlLeft > 0 && (result.RequeueAfter == 0 || ttlLeft < result.RequeueAfter) {
@@ -374,7 +379,7 @@ func (r *SandboxReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	})); err != nil {
 		return err
 	}
-	if err := mgr.Add(&dockerWatch{driver: r.Driver, reader: mgr.GetCache(), enqueue: r.enqueue}); err != nil {
+	if err := r.setupDockerWatch(mgr); err != nil {
 		return err
 	}
 	return ctrl.NewControllerManagedBy(mgr).

@@ -54,8 +54,9 @@ var _ = AfterSuite(func() {
 	}
 })
 
-// startManager runs a manager with the Sandbox reconciler on driver until the
-// returned stop is called (or the spec ends), as cmd/manager wires it.
+// startManager runs a manager with the Sandbox reconciler and the orphan sweep on
+// driver until the returned stop is called (or the spec ends), as cmd/manager
+// wires it.
 func startManager(driver dd.Driver, opts controllers.Options) (stop func()) {
 	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
 		Scheme:     scheme,
@@ -65,6 +66,7 @@ func startManager(driver dd.Driver, opts controllers.Options) (stop func()) {
 	Expect(err).NotTo(HaveOccurred())
 	r := &controllers.SandboxReconciler{Client: mgr.GetClient(), Driver: driver, Options: opts}
 	Expect(r.SetupWithManager(mgr)).To(Succeed())
+	Expect((&controllers.SweepReconciler{Driver: driver, Options: opts}).SetupWithManager(mgr)).To(Succeed())
 	mctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() {

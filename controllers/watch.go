@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -11,9 +12,24 @@ import (
 	dd "github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver"
 )
 
+// setupDockerWatch indexes Sandboxes by owner container and adds the Docker event
+// watch to the manager.
+func (r *SandboxReconciler) setupDockerWatch(mgr ctrl.Manager) error {
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &sandboxv1.Sandbox{}, ownerIndex, r.indexOwner); err != nil {
+		return err
+	}
+	return mgr.Add(&dockerWatch{driver: r.Driver, reader: mgr.GetCache(), enqueue: r.enqueue})
+}
+
 // dockerWatch turns Docker container events into reconcile requests, so a container
-// that dies or vanishes is noticed at once without polling. After the stream
-// reconnects (events may have been missed) it re-queues every Sandbox.
+// that dies or vanishes, or an owner container that stops or starts, is noticed at
+// once without polling. After the stream reconnects (events may have been missed) it
+// re-queues every Sandbox.
+//
+// Note: owner containers are not ours and carry none of our labels, so the stream
+// cannot be filtered by label; it is one stream of every container's lifecycle.
+// Ours route by their labels, any other container by name through the owner index
+// of the informer cache: a map lookup per event.
 type dockerWatch struct {
 	driver  dd.Driver
 	reader  client.Reader
@@ -25,17 +41,38 @@ func (w *dockerWatch) NeedLeaderElection() bool { return true }
 
 func (w *dockerWatch) Start(ctx context.Context) error {
 	log := logf.FromContext(ctx).WithName("docker-events")
-	for ev := range w.driver.Events(ctx, dd.EventFilter{Labels: map[string]string{LabelSandbox: labelSandboxTrue}}) {
-		if ev.Type == dd.EventResync {
+	for ev := range w.driver.Events(ctx, dd.EventFilter{}) {
+		switch {
+		case ev.Type == dd.EventResync:
 			log.Info("Docker event stream reconnected; re-queueing every Sandbox")
 			w.enqueueAll(ctx)
-			continue
-		}
-		if key, ok := sandboxKey(ev.Labels); ok {
-			w.enqueue(key)
+		case ev.Type == dd.EventLost:
+			log.Info("Docker event stream broken; reconnecting")
+		case ev.Labels[LabelSandbox] == labelSandboxTrue:
+			if key, ok := sandboxKey(ev.Labels); ok {
+				w.enqueue(key)
+			}
+		case ev.Type == dd.EventStart || ev.Type == dd.EventDie || ev.Type == dd.EventDestroy:
+			w.enqueueOwned(ctx, ev.Name)
 		}
 	}
 	return nil
+}
+
+// enqueueOwned re-queues the Sandboxes whose owner container is name.
+func (w *dockerWatch) enqueueOwned(ctx context.Context, name string) {
+	if name == "" {
+		return
+	}
+	var list sandboxv1.SandboxList
+	// Note: read-only use of cached objects; no copy per event of every container.
+	if err := w.reader.List(ctx, &list, client.MatchingFields{ownerIndex: name}, client.UnsafeDisableDeepCopy); err != nil {
+		logf.FromContext(ctx).Error(err, "Looking up the Sandboxes of an owner container", "owner", name)
+		return
+	}
+	for i := range list.Items {
+		w.enqueue(types.NamespacedName{Namespace: list.Items[i].Namespace, Name: list.Items[i].Name})
+	}
 }
 
 func (w *dockerWatch) enqueueAll(ctx context.Context) {

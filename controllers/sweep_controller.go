@@ -1,0 +1,388 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
+	dd "github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver"
+)
+
+// Kinds of orphans, the values of sandbox_orphans_reaped_total's kind label.
+const (
+	orphanUID    = "uid"
+	orphanLegacy = "legacy"
+)
+
+// sweepRequest is the sweep's one synthetic request: every trigger enqueues it, and
+// the workqueue folds a burst of triggers into one pass.
+var sweepRequest = reconcile.Request{NamespacedName: types.NamespacedName{Name: "sandbox-sweep"}}
+
+const (
+	// sweepDebounce delays a pass triggered by a Docker event, so a teardown's
+	// burst of die and destroy events costs one pass.
+	sweepDebounce = 500 * time.Millisecond
+	// sweepRemovals bounds the removals of one pass running at once.
+	sweepRemovals = 8
+	// listSlack covers Docker listing creation times in whole seconds: a
+	// container is taken to be up to a second younger than listed, so it is never
+	// reaped before its grace period.
+	listSlack = time.Second
+)
+
+// SweepReconciler removes the containers no Sandbox owns any more: those carrying
+// the UID of a Sandbox that is gone (its finalizer was removed by force, say), and
+// upstream's legacy containers whose owner container is gone. It is a reconcile
+// loop of its own on one synthetic request, fed by a jittered ticker, by Docker
+// events and by Sandbox deletions; like every controller of the manager, it runs
+// only on the elected leader (its ticker and event stream are its sources, started
+// with it).
+//
+// Nothing younger than the grace period and nothing of a live Sandbox is touched;
+// a pass that cannot see everything (a list fails, an owner cannot be inspected,
+// the event stream is behind) removes nothing.
+//
+// Note: the UID is the proof. Two control planes must not share a Docker host with
+// their sweeps on: each would reap the other's containers.
+type SweepReconciler struct {
+	// APIReader lists Sandboxes from the API server (default: the manager's).
+	APIReader client.Reader
+	Driver    dd.Driver
+	Options   Options
+
+	stream streamState
+
+	mu sync.Mutex
+	// legacyOwners are the owner names of the legacy containers the last pass
+	// saw: their die and destroy events trigger a pass.
+	legacyOwners map[string]bool
+	// ownerMissing is when a legacy container's owner was first seen absent.
+	// Note: Docker keeps no time for a container that is gone, so this one lives
+	// in memory; a restart can only lengthen the window, never shorten it.
+	ownerMissing map[string]time.Time
+}
+
+// +kubebuilder:rbac:groups=sandbox.roboco.io,resources=sandboxes,verbs=get;list;watch
+
+// Reconcile is one sweep pass.
+func (r *SweepReconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Result, error) {
+	start := time.Now()
+	defer func() { lifetimeMetrics.sweepSeconds.Observe(time.Since(start).Seconds()) }()
+	log := logf.FromContext(ctx)
+
+	if why := r.stream.behind(); why != "" {
+		return ctrl.Result{}, sweepFailed(ctx, "events", errors.New(why))
+	}
+	// Note: containers are listed before Sandboxes. A UID absent from a later,
+	// live list of Sandboxes is gone for good (UIDs are never reused), so a
+	// Sandbox created in between cannot be mistaken for a gone one.
+	containers, err := r.Driver.List(ctx, map[string]string{LabelSandbox: labelSandboxTrue})
+	if err != nil {
+		return ctrl.Result{}, sweepFailed(ctx, "list-containers", err)
+	}
+	live, err := r.liveUIDs(ctx)
+	if err != nil {
+		return ctrl.Result{}, sweepFailed(ctx, "list-sandboxes", err)
+	}
+
+	p := sweepPlan{now: time.Now(), grace: r.Options.GracePeriod}
+	legacy := map[string][]dd.ContainerSummary{}
+	for _, c := range containers {
+		if uid, ours := c.Labels[LabelUID]; ours {
+			if !live[types.UID(uid)] {
+				p.consider(c, orphanUID, c.CreatedAt)
+			}
+			continue
+		}
+		if owner := c.Labels[LabelOwner]; owner != "" {
+			legacy[owner] = append(legacy[owner], c)
+		}
+	}
+	for owner, cs := range legacy {
+		since, err := r.legacyOwnerGoneSince(ctx, owner, p.now)
+		if err != nil {
+			return ctrl.Result{}, sweepFailed(ctx, "inspect-owner", err)
+		}
+		if since.IsZero() {
+			continue // the owner runs
+		}
+		for _, c := range cs {
+			p.consider(c, orphanLegacy, since)
+		}
+	}
+	r.rememberLegacyOwners(legacy)
+
+	// The stream may have broken while we listed.
+	if why := r.stream.behind(); why != "" {
+		return ctrl.Result{}, sweepFailed(ctx, "events", errors.New(why))
+	}
+	if err := r.reap(ctx, p.reap); err != nil {
+		return ctrl.Result{}, sweepFailed(ctx, "remove", err)
+	}
+	log.V(1).Info("Sweep done", "containers", len(containers), "sandboxes", len(live),
+		"reaped", len(p.reap), "waiting", p.waiting, "elapsed", time.Since(start).Round(time.Millisecond))
+	return ctrl.Result{RequeueAfter: p.next}, nil
+}
+
+// sweepFailed reports a pass that removed nothing (or, for "remove", not all it
+// meant to) and hands the error back, for a retry with backoff.
+func sweepFailed(ctx context.Context, stage string, err error) error {
+	lifetimeMetrics.sweepErrors.WithLabelValues(stage).Inc()
+	logf.FromContext(ctx).Info("Orphan sweep incomplete; retrying with backoff", "stage", stage, "error", err.Error())
+	return fmt.Errorf("orphan sweep, %s: %w", stage, err)
+}
+
+// sweepPlan collects what a pass removes and when the next container comes of age.
+type sweepPlan struct {
+	now     time.Time
+	grace   time.Duration
+	reap    []orphan
+	waiting int
+	next    time.Duration
+}
+
+type orphan struct {
+	dd.ContainerSummary
+	kind string
+	age  time.Duration
+}
+
+// consider plans to remove c once it is older than the grace period and, since
+// missingSince, its owner (or Sandbox) has been gone that long.
+func (p *sweepPlan) consider(c dd.ContainerSummary, kind string, missingSince time.Time) {
+	created := c.CreatedAt.Add(listSlack)
+	deadline := created.Add(p.grace)
+	if d := missingSince.Add(p.grace); d.After(deadline) {
+		deadline = d
+	}
+	if left := deadline.Sub(p.now); left > 0 {
+		p.waiting++
+		if p.next == 0 || left < p.next {
+			p.next = left
+		}
+		return
+	}
+	p.reap = append(p.reap, orphan{ContainerSummary: c, kind: kind, age: p.now.Sub(c.CreatedAt)})
+}
+
+// liveUIDs lists the UIDs of the Sandboxes that exist, live from the API server.
+//
+// Note: not from the informer cache. Right after a leader change, or while its
+// watch lags, a cache can miss a Sandbox that exists, and its containers would be
+// reaped; one metadata-only list per pass is cheap, and the grace period makes
+// a Sandbox created after it irrelevant.
+func (r *SweepReconciler) liveUIDs(ctx context.Context) (map[types.UID]bool, error) {
+	list := &metav1.PartialObjectMetadataList{}
+	list.SetGroupVersionKind(sandboxv1.GroupVersion.WithKind("SandboxList"))
+	if err := r.APIReader.List(ctx, list); err != nil {
+		return nil, err
+	}
+	live := make(map[types.UID]bool, len(list.Items))
+	for _, item := range list.Items {
+		live[item.UID] = true
+	}
+	return live, nil
+}
+
+// legacyOwnerGoneSince says since when a legacy container's owner has not been
+// running (zero: it runs). An owner that exited counts from Docker's record of
+// its exit; one that does not exist from when this process first saw it absent.
+func (r *SweepReconciler) legacyOwnerGoneSince(ctx context.Context, owner string, now time.Time) (time.Time, error) {
+	c, err := r.Driver.Inspect(ctx, owner)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	switch {
+	case errors.Is(err, dd.ErrNotFound):
+		if since, ok := r.ownerMissing[owner]; ok {
+			return since, nil
+		}
+		r.ownerMissing[owner] = now
+		return now, nil
+	case err != nil:
+		return time.Time{}, err
+	}
+	delete(r.ownerMissing, owner)
+	switch {
+	case c.State == dd.StateRunning:
+		return time.Time{}, nil
+	case c.StartedAt.IsZero():
+		return c.CreatedAt, nil // never started
+	case c.FinishedAt.After(c.StartedAt):
+		return c.FinishedAt, nil
+	default:
+		return now, nil // paused or restarting: no record of when it stopped serving
+	}
+}
+
+func (r *SweepReconciler) rememberLegacyOwners(legacy map[string][]dd.ContainerSummary) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.legacyOwners = make(map[string]bool, len(legacy))
+	for owner := range legacy {
+		r.legacyOwners[owner] = true
+	}
+	for owner := range r.ownerMissing {
+		if !r.legacyOwners[owner] {
+			delete(r.ownerMissing, owner)
+		}
+	}
+}
+
+func (r *SweepReconciler) isLegacyOwner(name string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.legacyOwners[name]
+}
+
+// reap removes the orphans (stop, kill, remove with volumes), a few at a time, and
+// logs each removal.
+func (r *SweepReconciler) reap(ctx context.Context, orphans []orphan) error {
+	log := logf.FromContext(ctx)
+	errs := make([]error, len(orphans))
+	sem := make(chan struct{}, sweepRemovals)
+	var wg sync.WaitGroup
+	for i, o := range orphans {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			if err := r.Driver.Remove(ctx, o.ID, r.Options.StopTimeout); err != nil {
+				errs[i] = fmt.Errorf("removing %s: %w", o.Name, err)
+				return
+			}
+			lifetimeMetrics.orphansReaped.WithLabelValues(o.kind).Inc()
+			log.Info("Reaped orphan container", "kind", o.kind, "container", o.Name, "id", o.ID,
+				"labels", o.Labels, "age", o.age.Round(time.Second), "state", o.State)
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// SetupWithManager registers the sweep, its ticker and its Docker event stream.
+func (r *SweepReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if err := r.Options.Validate(); err != nil {
+		return err
+	}
+	if r.APIReader == nil {
+		r.APIReader = mgr.GetAPIReader()
+	}
+	r.legacyOwners = map[string]bool{}
+	r.ownerMissing = map[string]time.Time{}
+	toSweep := func(context.Context, *sandboxv1.Sandbox) []reconcile.Request {
+		return []reconcile.Request{sweepRequest}
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("sandbox-sweep").
+		// A Sandbox gone without its finalizer leaves orphans at once.
+		WatchesRawSource(source.Kind(mgr.GetCache(), &sandboxv1.Sandbox{},
+			handler.TypedEnqueueRequestsFromMapFunc(toSweep),
+			predicate.TypedFuncs[*sandboxv1.Sandbox]{
+				CreateFunc:  func(event.TypedCreateEvent[*sandboxv1.Sandbox]) bool { return false },
+				UpdateFunc:  func(event.TypedUpdateEvent[*sandboxv1.Sandbox]) bool { return false },
+				GenericFunc: func(event.TypedGenericEvent[*sandboxv1.Sandbox]) bool { return false },
+			})).
+		WatchesRawSource(source.Func(r.startTriggers)).
+		WithOptions(controller.Options{
+			MaxConcurrentReconciles: 1,
+			RateLimiter:             workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](time.Second, r.Options.SweepInterval),
+		}).
+		Complete(r)
+}
+
+// startTriggers is the sweep's source: a pass at start, then one every jittered
+// SweepInterval, and one shortly after Docker events that can leave orphans or
+// bring a legacy owner's grace period to its end. Started with the controller,
+// so only on the leader.
+func (r *SweepReconciler) startTriggers(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
+	events := r.Driver.Events(ctx, dd.EventFilter{})
+	r.stream.subscribed()
+	go func() {
+		log := logf.FromContext(ctx).WithName("sweep-events")
+		for ev := range events {
+			switch {
+			case ev.Type == dd.EventLost:
+				r.stream.lost()
+				log.Info("Docker event stream broken: sweeps remove nothing until it resyncs")
+			case ev.Type == dd.EventResync:
+				r.stream.resynced()
+				q.Add(sweepRequest)
+			case ev.Type != dd.EventDie && ev.Type != dd.EventDestroy:
+			case ev.Labels[LabelSandbox] == labelSandboxTrue || r.isLegacyOwner(ev.Name):
+				q.AddAfter(sweepRequest, sweepDebounce)
+			}
+		}
+	}()
+	go func() {
+		q.Add(sweepRequest)
+		for {
+			t := time.NewTimer(jitter(r.Options.SweepInterval))
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return
+			case <-t.C:
+				q.Add(sweepRequest)
+			}
+		}
+	}()
+	return nil
+}
+
+// streamState knows whether the sweep's Docker event stream may have missed
+// events: before it is subscribed, and from an EventLost until the EventResync
+// after it.
+type streamState struct {
+	mu       sync.Mutex
+	started  bool
+	lostAt   time.Time
+	isBehind bool
+}
+
+func (s *streamState) subscribed() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.started = true
+}
+
+func (s *streamState) lost() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.isBehind {
+		s.isBehind, s.lostAt = true, time.Now()
+	}
+}
+
+func (s *streamState) resynced() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.isBehind = false
+}
+
+// behind says why the stream cannot be trusted, or "".
+func (s *streamState) behind() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case !s.started:
+		return "the Docker event stream is not subscribed yet"
+	case s.isBehind:
+		return fmt.Sprintf("the Docker event stream has been broken since %s; waiting for its resync", s.lostAt.Format(time.RFC3339))
+	}
+	return ""
+}
