@@ -10,8 +10,7 @@ import (
 )
 
 // setupControllers registers every controller with the manager. It is the one
-// place a controller is added (the orphan sweep goes here, after the Sandbox
-// reconciler, with its own flags in flags.go).
+// place a controller is added (its flags go in flags.go).
 func setupControllers(mgr ctrl.Manager, driver dd.Driver, s *settings) error {
 	sandboxes := &controllers.SandboxReconciler{
 		Client:                  mgr.GetClient(),
@@ -21,6 +20,12 @@ func setupControllers(mgr ctrl.Manager, driver dd.Driver, s *settings) error {
 	}
 	if err := sandboxes.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the Sandbox controller: %w", err)
+	}
+	if s.sweep {
+		sweep := &controllers.SweepReconciler{Driver: driver, Options: s.options}
+		if err := sweep.SetupWithManager(mgr); err != nil {
+			return fmt.Errorf("setting up the orphan sweep: %w", err)
+		}
 	}
 	return nil
 }

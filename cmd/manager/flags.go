@@ -34,6 +34,7 @@ type settings struct {
 
 	options                 controllers.Options
 	maxConcurrentReconciles int
+	sweep                   bool
 
 	metricsAddr, probeAddr  string
 	leaderElect             bool
@@ -130,6 +131,12 @@ func newFlagSet(s *settings, env func(string) string) *flagSet {
 		"How long an owner container may be missing before its Sandbox is deleted, when spec.owner.gracePeriod is unset.")
 	dur(&s.options.ResyncPeriod, "resync-period", s.options.ResyncPeriod,
 		"How often a settled Sandbox is checked again (±10% jitter). Docker events make changes visible at once; this is the backstop.")
+	fs.BoolVar(&s.sweep, "sweep", true,
+		"Run the orphan sweep: remove sandbox containers whose Sandbox no longer exists, and upstream's legacy containers "+
+			"whose owner container is gone, once older than the grace period. Turn it off when several control planes share "+
+			"one Docker host: each would take the other's containers for orphans.")
+	dur(&s.options.SweepInterval, "sweep-interval", s.options.SweepInterval,
+		"How often the orphan sweep runs (±10% jitter); Docker events and Sandbox deletions trigger it in between.")
 	fs.Var(&probeDeadlinesValue{m: &s.options.ProbeDeadlines}, "probe-deadline",
 		"How long a service may take to answer its readiness probe after start, as engine=duration pairs separated by commas "+
 			"(e.g. postgres=120s,mongo=90s), for slow hosts. Engines not listed keep their own: "+engineDeadlines()+".")
@@ -184,7 +191,7 @@ func newFlagSet(s *settings, env func(string) string) *flagSet {
 		{title: "Docker host", flags: []string{"docker-host", "docker-startup-timeout", "pull-timeout", "stop-timeout"}},
 		{title: "Images", intro: "Images are the operator's choice, never a Sandbox author's. " +
 			"A service with any feature runs its engine's kitchen-sink image.", flags: imageFlags},
-		{title: "Sandbox defaults", flags: []string{"default-network", "owner-template", "grace-period", "resync-period", "probe-deadline"}},
+		{title: "Sandbox defaults", flags: []string{"default-network", "owner-template", "grace-period", "resync-period", "sweep", "sweep-interval", "probe-deadline"}},
 		{title: "Resources per service container", flags: []string{"default-memory", "max-memory", "default-cpu", "max-cpu", "pids-limit"}},
 		{title: "Manager", flags: []string{"kubeconfig", "max-concurrent-reconciles", "metrics-bind-address", "health-probe-bind-address",
 			"leader-elect", "leader-election-id", "leader-election-namespace",
@@ -289,7 +296,7 @@ func (s *settings) check(fs *flagSet) error {
 	}
 	positive := map[string]time.Duration{
 		"docker-startup-timeout": s.dockerStartupTimeout, "pull-timeout": s.pullTimeout, "stop-timeout": s.options.StopTimeout,
-		"grace-period": s.options.GracePeriod, "resync-period": s.options.ResyncPeriod,
+		"grace-period": s.options.GracePeriod, "resync-period": s.options.ResyncPeriod, "sweep-interval": s.options.SweepInterval,
 		"leader-election-lease-duration": s.leaseDuration, "leader-election-renew-deadline": s.renewDeadline,
 		"leader-election-retry-period": s.retryPeriod,
 	}

@@ -59,7 +59,7 @@ func TestFlagsReachOptions(t *testing.T) {
 		"--postgres-image=localhost:5001/pg:15", "--postgres-kitchen-sink-image=localhost:5001/pgk:15",
 		"--default-network=demo", "--owner-template=agent-{agentID}", "--grace-period=1m",
 		"--probe-deadline=postgres=2m,mongo=90s", "--default-memory=256Mi", "--max-cpu=2",
-		"--max-concurrent-reconciles=8", "--pull-timeout=1m",
+		"--max-concurrent-reconciles=8", "--pull-timeout=1m", "--sweep=false", "--sweep-interval=5m",
 	}, noEnv, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -73,6 +73,9 @@ func TestFlagsReachOptions(t *testing.T) {
 	}
 	if o.ProbeDeadlines["postgres"] != 2*time.Minute || o.ProbeDeadlines["mongo"] != 90*time.Second || len(o.ProbeDeadlines) != 2 {
 		t.Errorf("probe deadlines = %v", o.ProbeDeadlines)
+	}
+	if s.sweep || o.SweepInterval != 5*time.Minute {
+		t.Errorf("sweep %t every %s", s.sweep, o.SweepInterval)
 	}
 	if o.DefaultMemory.String() != "256Mi" || o.MaxCPU.String() != "2" || s.maxConcurrentReconciles != 8 || s.pullTimeout != time.Minute {
 		t.Errorf("memory %s, cpu %s, workers %d, pull %s", o.DefaultMemory.String(), o.MaxCPU.String(), s.maxConcurrentReconciles, s.pullTimeout)
@@ -93,6 +96,7 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"--default-cpu=2", "--max-cpu=1"}, []string{"--default-cpu 2 exceeds --max-cpu 1"}},
 		{[]string{"--owner-template=agent"}, []string{"--owner-template", "{agentID}"}},
 		{[]string{"--grace-period=0s"}, []string{"--grace-period must be a positive duration"}},
+		{[]string{"--sweep-interval=-1s"}, []string{"--sweep-interval must be a positive duration"}},
 		{[]string{"--grace-period=soon"}, []string{"--grace-period"}},
 		{[]string{"--redis-image=Redis"}, []string{"--redis-image \"Redis\" is not an image reference"}},
 		{[]string{"--mongo-image="}, []string{"--mongo-image must not be empty"}},
