@@ -313,6 +313,7 @@ ensure_image() { # ensure_image NAME SUFFIX PARENT
 		ctx="$(prepare_context "$name")"
 		if ! docker build --pull=false --force-rm \
 			--build-arg "BASE_IMAGE=$parent_ref" \
+			--build-arg "ROOTFS_IMAGE=$BASE_REF" \
 			--build-arg "DEBIAN_MIRROR=$MIRROR" \
 			--build-arg "PGVECTOR_SOURCE_VERSION=$PGVECTOR_SOURCE_VERSION" \
 			--build-arg "PGVECTOR_SOURCE_SUITE=$PGVECTOR_SOURCE_SUITE" \
@@ -393,7 +394,8 @@ for spec in "${IMAGES[@]}"; do IFS='|' read -r name _ <<<"$spec"; ORDERED+=("${R
 push_all "${ORDERED[@]}"
 if [ "${#BUILT[@]}" -gt 0 ]; then
 	# Note: only dangling images that carry our label (earlier builds of ours).
-	docker image prune -f --filter "label=$TEST_LABEL" >/dev/null || true
+	# Build stages (labelled sandbox.roboco.io/build-stage) stay as build cache.
+	docker image prune -f --filter "label=$TEST_LABEL" --filter 'label!=sandbox.roboco.io/build-stage' >/dev/null || true
 fi
 
 log "registry $REG$([ "$REGISTRY_STARTED" = 1 ] && echo ' (started)')"

@@ -49,7 +49,8 @@ ip_of() { docker inspect -f "{{(index .NetworkSettings.Networks \"$NET\").IPAddr
 wait_log() { # wait_log CONTAINER PATTERN SECONDS
 	local i
 	for ((i = 0; i < $3 * 10; i++)); do
-		docker logs "$1" 2>&1 | grep -q -- "$2" && return 0
+		# Note: not `docker logs | grep -q`: with pipefail, grep's early exit fails the pipe.
+		grep -q -- "$2" <<<"$(docker logs "$1" 2>&1)" && return 0
 		sleep 0.1
 	done
 	return 1
@@ -129,13 +130,15 @@ check_postgres() {
 	# The trap: during the temporary phase the socket answers and TCP does not.
 	c="pgtrap-$RUN_ID${kitchen:+-k}"
 	docker run -d --name "$c" --network "$NET" "${LIMITS[@]}" --tmpfs /var/lib/postgresql/data \
-		-e POSTGRES_PASSWORD="$p" -e SANDBOX_TEST_INIT_DELAY=4 "$img" >/dev/null
+		-e POSTGRES_PASSWORD="$p" -e SANDBOX_TEST_INIT_DELAY=6 "$img" >/dev/null
 	if wait_log "$c" 'keeping the temporary server up' 30; then
 		ip="$(ip_of "$c")"
 		expect "temporary phase: pg_isready on the unix socket succeeds" docker exec "$c" pg_isready
 		refuse "temporary phase: pg_isready -h 127.0.0.1 fails" docker exec "$c" pg_isready -h 127.0.0.1 -t 2
 		refuse "temporary phase: pg_isready -h <container IP> fails" docker exec "$c" pg_isready -h "$ip" -t 2
 		refuse "temporary phase: psql from another container fails" docker exec -e PGPASSWORD="$p" "$cl" psql -h "$c" -U postgres -Atqc 'select 1'
+		grep -q 'init process complete' <<<"$(docker logs "$c" 2>&1)" \
+			&& bad "the temporary phase ended before its checks did; the results above may be wrong"
 		if wait_log "$c" 'init process complete' 30 && t="$(poll_since "$(now)" 30 docker exec "$c" pg_isready -h "$ip")"; then
 			ok "after the temporary phase: pg_isready -h <container IP> succeeds"
 		else
@@ -150,7 +153,7 @@ check_postgres() {
 
 	c="pgnopw-$RUN_ID${kitchen:+-k}"
 	docker run -d --name "$c" --network "$NET" "${LIMITS[@]}" --tmpfs /var/lib/postgresql/data "$img" >/dev/null
-	if [ "$(docker wait "$c")" != 0 ] && docker logs "$c" 2>&1 | grep -q 'superuser password is not specified'; then
+	if [ "$(docker wait "$c")" != 0 ] && grep -q 'superuser password is not specified' <<<"$(docker logs "$c" 2>&1)"; then
 		ok "without POSTGRES_PASSWORD the container exits non-zero with the official message"
 	else
 		bad "without POSTGRES_PASSWORD the container did not refuse to start"
@@ -365,15 +368,17 @@ check_mongo() {
 
 	c="mongotrap-$RUN_ID"
 	docker run -d --name "$c" --network "$NET" "${LIMITS[@]}" --tmpfs /data/db --tmpfs /data/configdb \
-		-e MONGO_INITDB_ROOT_USERNAME=root -e MONGO_INITDB_ROOT_PASSWORD="$p" -e SANDBOX_TEST_INIT_DELAY=8 "$img" >/dev/null
+		-e MONGO_INITDB_ROOT_USERNAME=root -e MONGO_INITDB_ROOT_PASSWORD="$p" -e SANDBOX_TEST_INIT_DELAY=10 "$img" >/dev/null
 	if wait_log "$c" 'keeping the temporary server up' 30; then
 		ip="$(ip_of "$c")"
-		expect "temporary phase: unauthenticated mongosh ping on localhost succeeds" \
-			bash -c "docker exec '$c' mongosh --quiet --eval 'db.adminCommand({ping:1}).ok' | grep -qx 1"
-		refuse "temporary phase: TCP to <container IP>:27017 inside the container fails" \
-			docker exec "$c" bash -c "exec 3<>/dev/tcp/$ip/27017"
 		refuse "temporary phase: the Go driver from another container fails" \
 			docker exec "$cl" mongocheck once "$c:27017" root "$p"
+		refuse "temporary phase: TCP to <container IP>:27017 inside the container fails" \
+			docker exec "$c" bash -c "exec 3<>/dev/tcp/$ip/27017"
+		expect "temporary phase: unauthenticated mongosh ping on localhost succeeds" \
+			bash -c "docker exec '$c' mongosh --quiet --eval 'db.adminCommand({ping:1}).ok' | grep -qx 1"
+		grep -q 'init process complete' <<<"$(docker logs "$c" 2>&1)" \
+			&& bad "the temporary phase ended before its checks did; the results above may be wrong"
 		if wait_log "$c" 'init process complete' 30 && poll_since "$(now)" 30 docker exec "$cl" mongocheck wait "$c:27017" root "$p" >/dev/null; then
 			ok "after the temporary phase: the Go driver connects from another container"
 		else

@@ -44,6 +44,8 @@ if [ "$(id -u)" = '0' ]; then
 	# Note: /data/db and /data/configdb are usually fresh tmpfs mounts owned by root.
 	mkdir -p /data/db /data/configdb
 	chown mongodb:mongodb /data/db /data/configdb
+	# Note: setpriv keeps the environment; HOME follows the user, as with gosu.
+	HOME="$(getent passwd mongodb | cut -d: -f6)"; export HOME
 	exec setpriv --reuid=mongodb --regid=mongodb --init-groups "$BASH_SOURCE" "$@"
 fi
 

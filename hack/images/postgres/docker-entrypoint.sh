@@ -54,6 +54,8 @@ if [ "$(id -u)" = '0' ]; then
 	chown postgres:postgres "$PGDATA" /var/run/postgresql
 	chmod 00700 "$PGDATA"
 	chmod 03775 /var/run/postgresql
+	# Note: setpriv keeps the environment; HOME follows the user, as with gosu.
+	HOME="$(getent passwd postgres | cut -d: -f6)"; export HOME
 	exec setpriv --reuid=postgres --regid=postgres --init-groups "$BASH_SOURCE" "$@"
 fi
 

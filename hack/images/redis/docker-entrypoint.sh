@@ -17,6 +17,8 @@ fi
 if [ "$1" = 'redis-server' ] && [ "$(id -u)" = '0' ]; then
 	# Note: /data is usually a fresh tmpfs owned by root.
 	find . \! -user redis -exec chown redis '{}' +
+	# Note: setpriv keeps the environment; HOME follows the user, as with gosu.
+	HOME="$(getent passwd redis | cut -d: -f6)"; export HOME
 	exec setpriv --reuid=redis --regid=redis --init-groups "$BASH_SOURCE" "$@"
 fi
 
