@@ -61,13 +61,20 @@ case "${1:-}" in
 esac
 
 mkdir -p "$OUT/cache" "$OUT/logs" "$OUT/ctx"
+# Note: make test, the demo and people run this concurrently; one at a time.
+exec 9>"$OUT/.lock"
+if ! flock -n 9; then
+	log "another hack/images.sh is running; waiting for it"
+	flock 9
+fi
 
 sha() { sha256sum | cut -c1-64; }
-# hash_files DIR...: a hash over the relative names and contents of the files.
+# hash_files DIR...: a hash over the relative names, modes and contents of the files.
 hash_files() {
 	local d
 	for d in "$@"; do
-		(cd "$d" && find . -type f -print0 | LC_ALL=C sort -z | xargs -0 sha256sum)
+		(cd "$d" && find . -type f -print0 | LC_ALL=C sort -z | xargs -0 sha256sum &&
+			find . -type f -printf '%m %p\n' | LC_ALL=C sort)
 	done | sha
 }
 
@@ -240,21 +247,21 @@ ferretdb_bin() {
 
 # mongosh's node_modules, installed from the committed lockfile with `npm ci`.
 mongosh_modules() {
-	local h dir
+	local h dir tmp
 	h="$(hash_files "$HERE/mongo/mongosh")"
 	dir="$OUT/cache/mongosh-${h:0:12}"
 	if [ ! -d "$dir/node_modules" ]; then
 		apt_install npm npm
 		log "npm ci mongosh ($(sed -n 's/.*"mongosh": "\(.*\)".*/\1/p' "$HERE/mongo/mongosh/package.json"))"
-		rm -rf "$dir.tmp"
-		mkdir -p "$dir.tmp"
-		cp "$HERE/mongo/mongosh/package.json" "$HERE/mongo/mongosh/package-lock.json" "$dir.tmp/"
+		tmp="$(mktemp -d "$dir.tmp.XXXXXX")"
+		cp "$HERE/mongo/mongosh/package.json" "$HERE/mongo/mongosh/package-lock.json" "$tmp/"
 		# Note: optional dependencies are native helpers (kerberos, CSFLE, OS CA store)
 		# that download prebuilt binaries; the shell does not need them.
-		(cd "$dir.tmp" && npm ci --omit=optional --omit=dev --ignore-scripts --no-audit --no-fund \
-			--loglevel=error >"$OUT/logs/mongosh-npm.log" 2>&1) || { tail -20 "$OUT/logs/mongosh-npm.log" >&2; die "npm ci failed"; }
-		find "$dir.tmp/node_modules" -type f \( -name '*.map' -o -name '*.md' -o -name '*.markdown' \) -delete
-		mv "$dir.tmp" "$dir"
+		(cd "$tmp" && npm ci --omit=optional --omit=dev --ignore-scripts --no-audit --no-fund \
+			--loglevel=error >"$OUT/logs/mongosh-npm.log" 2>&1) || { tail -20 "$OUT/logs/mongosh-npm.log" >&2; rm -rf "$tmp"; die "npm ci failed"; }
+		find "$tmp/node_modules" -type f \( -name '*.map' -o -name '*.markdown' \) -delete
+		[ -f "$tmp/node_modules/.bin/mongosh" ] || die "npm ci left no mongosh"
+		mv "$tmp" "$dir"
 		find "$OUT/cache" -maxdepth 1 -name 'mongosh-*' -type d ! -name "$(basename "$dir")" -exec rm -rf {} +
 	fi
 	echo "$dir/node_modules"
