@@ -139,6 +139,17 @@ var _ = Describe("Provisioning", func() {
 		Expect(host.RegistryPulls("postgres:16-alpine")).To(Equal(1))
 	})
 
+	It("provisions the services of a trio in parallel: creates and probes overlap", func() {
+		// Each create and each exec takes a while, so overlapping calls are seen.
+		host.Inject(fake.Fault{Verb: fake.VerbCreateContainer, Delay: 300 * time.Millisecond})
+		host.Inject(fake.Fault{Verb: fake.VerbExec, Delay: 300 * time.Millisecond})
+		sb := newSandbox(ns, "parallel", "parallel-1", "postgres", "redis", "mongo")
+		Expect(k8sClient.Create(ctx, sb)).To(Succeed())
+		waitReady(sb)
+		Expect(host.peakConcurrency("create")).To(Equal(3))
+		Expect(host.peakConcurrency("exec")).To(Equal(3))
+	})
+
 	It("costs no Docker call while a Ready Sandbox does not change", func() {
 		sb := newSandbox(ns, "steady", "steady-1", "postgres", "redis")
 		Expect(k8sClient.Create(ctx, sb)).To(Succeed())

@@ -23,6 +23,28 @@ type engineSim struct {
 	broken map[string]bool
 	// crash makes new containers of an image exit at once with this code and log.
 	crash map[string]crash
+	// inflight counts concurrent creates and execs; peak keeps the most seen at once.
+	inflight, peak map[string]int
+}
+
+// track counts one call of kind in flight until the returned func is called.
+func (s *engineSim) track(kind string) func() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.inflight[kind]++
+	s.peak[kind] = max(s.peak[kind], s.inflight[kind])
+	return func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.inflight[kind]--
+	}
+}
+
+// peakConcurrency is the most calls of kind ever in flight at once.
+func (s *engineSim) peakConcurrency(kind string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.peak[kind]
 }
 
 type crash struct {
@@ -43,7 +65,9 @@ func (s *engineSim) crashOnStart(image string, code int, log string) (clear func
 }
 
 func (s *engineSim) CreateContainer(ctx context.Context, spec dd.ContainerSpec) (dd.Container, error) {
+	done := s.track("create")
 	c, err := s.Driver.CreateContainer(ctx, spec)
+	done()
 	s.mu.Lock()
 	cr, crashes := s.crash[spec.Image]
 	s.mu.Unlock()
@@ -56,7 +80,8 @@ func (s *engineSim) CreateContainer(ctx context.Context, spec dd.ContainerSpec) 
 }
 
 func newEngineSim(opts ...fake.Option) *engineSim {
-	return &engineSim{Driver: fake.New(opts...), created: map[string][]string{}, broken: map[string]bool{}, crash: map[string]crash{}}
+	return &engineSim{Driver: fake.New(opts...), created: map[string][]string{}, broken: map[string]bool{}, crash: map[string]crash{},
+		inflight: map[string]int{}, peak: map[string]int{}}
 }
 
 func (s *engineSim) breakExtension(name string) (clear func()) {
@@ -71,7 +96,9 @@ func (s *engineSim) breakExtension(name string) (clear func()) {
 }
 
 func (s *engineSim) Exec(ctx context.Context, id string, spec dd.ExecSpec) (dd.ExecResult, error) {
+	done := s.track("exec")
 	res, err := s.Driver.Exec(ctx, id, spec)
+	done()
 	if err != nil || res.ExitCode != 0 || res.Stdout != "" {
 		return res, err // a fault or an exec rule decided
 	}
@@ -128,7 +155,7 @@ func (s *engineSim) Exec(ctx context.Context, id string, spec dd.ExecSpec) (dd.E
 		default:
 			return dd.ExecResult{Stdout: "PONG\n"}, nil
 		}
-	case "mongosh":
+	case "bash": // mongo: a port check, then mongosh
 		pw := env["MONGO_INITDB_ROOT_PASSWORD"]
 		if pw == "" || !strings.Contains(spec.Env["SANDBOX_PROBE_URI"], ":"+pw+"@") {
 			return denied, nil

@@ -34,12 +34,15 @@ func (mongo) Command(string, []string) []string { return nil }
 
 // Probe authenticates and pings over TCP on the container's own address. Note: the
 // image's init phase runs a temporary mongod bound to 127.0.0.1 only, so this cannot
-// pass before the real server runs. The URI, password included, reaches mongosh
-// through the exec's environment, never its argv.
+// pass before the real server runs. A bash connect to the port comes first because
+// each mongosh run boots Node.js (seconds of CPU): while the port is closed the probe
+// fails in milliseconds instead of starving the services starting beside it. The
+// URI, password included, reaches mongosh through the exec's environment, never its argv.
 func (m mongo) Probe(password, addr string) Step {
 	return Step{
-		Argv: []string{"mongosh", "--nodb", "--quiet", "--eval",
-			"print(connect(process.env.SANDBOX_PROBE_URI).adminCommand({ping: 1}).ok)"},
+		Argv: []string{"bash", "-c", `exec 3<>"/dev/tcp/$1/$2" && exec mongosh --nodb --quiet --eval ` +
+			`'print(connect(process.env.SANDBOX_PROBE_URI).adminCommand({ping: 1}).ok)'`,
+			"probe", addr, strconv.Itoa(m.Port())},
 		Env:     map[string]string{"SANDBOX_PROBE_URI": m.uri(password, addr)},
 		Timeout: 10 * time.Second,
 		Expect:  "1",

@@ -19,6 +19,7 @@ import (
 
 	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
 	"github.com/roboco-sandbox/sandbox-controller/controllers"
+	dd "github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver"
 	"github.com/roboco-sandbox/sandbox-controller/internal/engine"
 	"github.com/roboco-sandbox/sandbox-controller/internal/testenv"
 )
@@ -28,9 +29,16 @@ import (
 type controlPlane struct {
 	client  client.Client
 	network string
+	resync  time.Duration
 }
 
 func startControlPlane(t *testing.T, h *host) *controlPlane {
+	t.Helper()
+	return startControlPlaneWith(t, h, h.driver)
+}
+
+// startControlPlaneWith runs the reconciler on driver (e.g. a counting wrapper of h's).
+func startControlPlaneWith(t *testing.T, h *host, driver dd.Driver) *controlPlane {
 	t.Helper()
 	env, err := testenv.Start()
 	if err != nil {
@@ -61,7 +69,7 @@ func startControlPlane(t *testing.T, h *host) *controlPlane {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := (&controllers.SandboxReconciler{Client: mgr.GetClient(), Driver: h.driver, Options: opts}).SetupWithManager(mgr); err != nil {
+	if err := (&controllers.SandboxReconciler{Client: mgr.GetClient(), Driver: driver, Options: opts}).SetupWithManager(mgr); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -77,7 +85,7 @@ func startControlPlane(t *testing.T, h *host) *controlPlane {
 	if err := c.Create(context.Background(), ns); err != nil {
 		t.Fatal(err)
 	}
-	return &controlPlane{client: c, network: opts.DefaultNetwork}
+	return &controlPlane{client: c, network: opts.DefaultNetwork, resync: opts.ResyncPeriod}
 }
 
 // waitFor polls cond until it holds or timeout passes.
