@@ -146,11 +146,13 @@ registry_up() { curl -fsS -m 3 -o /dev/null "http://$REG/v2/"; }
 
 ensure_registry() {
 	registry_up && return 0
-	local host="${REG%:*}" port="${REG##*:}" pidfile="$OUT/registry.pid" pid
+	local host="${REG%:*}" port="${REG##*:}" pidfile pid logf
 	case "$host" in
 		localhost|127.0.0.1) ;;
 		*) die "registry $REG does not answer, and only a localhost registry is started here" ;;
 	esac
+	# Note: hack/demo-stop.sh reads bin/images/registry.pid.
+	pidfile="$OUT/registry.pid" logf="$OUT/registry.log"
 	if [ ! -x "$REGISTRY_BIN" ]; then
 		log "building go-containerregistry's registry $REGISTRY_VERSION"
 		GOBIN="$(dirname "$REGISTRY_BIN")" GOFLAGS= GOWORK=off CGO_ENABLED=0 \
@@ -163,15 +165,15 @@ ensure_registry() {
 		kill "$pid" 2>/dev/null || true
 		sleep 0.5
 	fi
-	log "starting registry on $REG (in memory; log $OUT/registry.log)"
+	log "starting registry on $REG (in memory; log $logf)"
 	# Note: the registry must outlive this script (make images; then tests pull).
-	setsid nohup "$REGISTRY_BIN" -port "$port" >>"$OUT/registry.log" 2>&1 </dev/null &
+	setsid nohup "$REGISTRY_BIN" -port "$port" >>"$logf" 2>&1 </dev/null &
 	echo $! >"$pidfile"
 	for _ in $(seq 1 50); do
 		registry_up && { REGISTRY_STARTED=1; return 0; }
 		sleep 0.2
 	done
-	tail -5 "$OUT/registry.log" >&2 || true
+	tail -5 "$logf" >&2 || true
 	die "registry on $REG did not answer within 10s"
 }
 
