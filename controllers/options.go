@@ -27,6 +27,11 @@ type Options struct {
 	// SweepInterval is how often the orphan sweep runs (jittered); Docker events and
 	// Sandbox deletions trigger it in between.
 	SweepInterval time.Duration
+	// SweepSelector are labels a container must carry, besides roboco.sandbox=1, for
+	// the orphan sweep to judge it (none: every sandbox container on the host). It
+	// scopes the sweep when several control planes share one Docker host, each of
+	// which would otherwise take the others' containers for orphans.
+	SweepSelector map[string]string
 	// StopTimeout is how long a container gets between SIGTERM and SIGKILL on teardown.
 	StopTimeout time.Duration
 	// PidsLimit caps the processes of each service container.

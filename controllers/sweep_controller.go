@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"sync"
 	"time"
 
@@ -58,8 +59,9 @@ const (
 // a pass that cannot see everything (a list fails, an owner cannot be inspected,
 // the event stream is behind) removes nothing.
 //
-// Note: the UID is the proof. Two control planes must not share a Docker host with
-// their sweeps on: each would reap the other's containers.
+// Note: the UID is the proof, and only this control plane's API server can say a
+// UID is gone. Control planes sharing a Docker host must scope their sweeps with
+// Options.SweepSelector (or run one sweep): each would reap the others' containers.
 type SweepReconciler struct {
 	// APIReader lists Sandboxes from the API server (default: the manager's).
 	APIReader client.Reader
@@ -92,7 +94,12 @@ func (r *SweepReconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.R
 	// Note: containers are listed before Sandboxes. A UID absent from a later,
 	// live list of Sandboxes is gone for good (UIDs are never reused), so a
 	// Sandbox created in between cannot be mistaken for a gone one.
-	containers, err := r.Driver.List(ctx, map[string]string{LabelSandbox: labelSandboxTrue})
+	selector := maps.Clone(r.Options.SweepSelector)
+	if selector == nil {
+		selector = map[string]string{}
+	}
+	selector[LabelSandbox] = labelSandboxTrue
+	containers, err := r.Driver.List(ctx, selector)
 	if err != nil {
 		return ctrl.Result{}, sweepFailed(ctx, "list-containers", err)
 	}

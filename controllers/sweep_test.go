@@ -218,6 +218,22 @@ var _ = Describe("Orphan sweep", func() {
 		whenGone(host, "roboco-sandbox-pg-lost-2", 10*time.Second)
 	})
 
+	It("judges only the containers its selector names when control planes share a host", func() {
+		const grace = time.Second
+		opts := sweepOptions(grace)
+		opts.SweepSelector = map[string]string{"sandbox.roboco.io/instance": "mine"}
+		startManager(host, opts)
+		foreign := seedOrphan(host, "roboco-sandbox-redis-theirs-1", ns, "theirs", string(uuid.NewUUID()))
+		seedLegacy(host, "roboco-sandbox-pg-theirs-2", "roboco-agent-theirs-2")
+		_, err := host.SeedContainer(dd.ContainerSpec{Name: "roboco-sandbox-redis-mine-1", Image: "redis:8-alpine", Labels: map[string]string{
+			controllers.LabelSandbox: "1", controllers.LabelUID: string(uuid.NewUUID()), "sandbox.roboco.io/instance": "mine"}}, true)
+		Expect(err).NotTo(HaveOccurred())
+		whenGone(host, "roboco-sandbox-redis-mine-1", grace+5*time.Second)
+		Consistently(func() bool {
+			return exists(host, foreign.Name)() && exists(host, "roboco-sandbox-pg-theirs-2")()
+		}, 2*time.Second).Should(BeTrue())
+	})
+
 	It("costs one container list per pass, plus one inspect per legacy owner, with 200 labelled containers", func() {
 		const grace = time.Hour // nothing comes of age: the cost of looking
 		opts := lifetimeOptions(grace)
