@@ -179,8 +179,9 @@ ensure_registry() {
 
 # ---------------------------------------------------------------- base rootfs
 BASE_HASH= BASE_REF=
-ensure_base() {
-	local args tar tmp
+BASE_ARGS=() BASE_SOURCES=()
+base_inputs() {
+	local args
 	args=(--variant=minbase --format=tar --aptopt='Acquire::Retries "3"')
 	# Note: without this hook bookworm's minbase gets usrmerge, and with it 45 MB of perl.
 	local hooks=/usr/share/mmdebstrap/hooks/merged-usr
@@ -197,6 +198,11 @@ ensure_base() {
 	)
 	BASE_HASH="$(printf '%s\n' "${args[@]}" "${sources[@]}" | sha)"
 	BASE_REF="sandbox-test/debian:$DEBIAN_SUITE-${BASE_HASH:0:12}"
+	BASE_ARGS=("${args[@]}") BASE_SOURCES=("${sources[@]}")
+}
+
+ensure_base() {
+	local tar tmp
 	if [ "$FORCE" = 0 ] && [ "$(image_hash "$BASE_REF")" = "$BASE_HASH" ]; then
 		log "base $BASE_REF: up to date"
 		return 0
@@ -208,7 +214,7 @@ ensure_base() {
 		local t0=$SECONDS
 		tmp="$tar.tmp"
 		rm -f "$tmp"
-		if ! mmdebstrap "${args[@]}" "$tmp" "${sources[@]}" >"$OUT/logs/rootfs.log" 2>&1; then
+		if ! mmdebstrap "${BASE_ARGS[@]}" "$tmp" "${BASE_SOURCES[@]}" >"$OUT/logs/rootfs.log" 2>&1; then
 			tail -20 "$OUT/logs/rootfs.log" >&2
 			die "mmdebstrap failed; see $OUT/logs/rootfs.log"
 		fi
@@ -393,8 +399,19 @@ command -v curl >/dev/null 2>&1 || apt_install curl curl
 ensure_docker
 resolve_mirrors
 ensure_registry
+base_inputs
+# Note: on a fresh machine compiling FerretDB is the longest step (~3 min on 2
+# busy cores); it runs alongside the rootfs and the other images when needed.
+PREFETCH_PID=
+if [ "$FORCE" = 1 ] || [ "$(image_hash "$REG/sandbox-test/mongo:ferretdb")" != "$(input_hash mongo "$BASE_HASH")" ]; then
+	( ferretdb_bin >/dev/null; mongosh_modules >/dev/null ) &
+	PREFETCH_PID=$!
+fi
 ensure_base
 for spec in "${IMAGES[@]}"; do
+	if [ "${spec%%|*}" = mongo ] && [ -n "$PREFETCH_PID" ]; then
+		wait "$PREFETCH_PID" || die "preparing FerretDB / mongosh failed"
+	fi
 	IFS='|' read -r name suffix _ parent <<<"$spec"
 	ensure_image "$name" "$suffix" "$parent"
 done
