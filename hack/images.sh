@@ -44,7 +44,7 @@ log() { printf '[images %3ds] %s\n' "$((SECONDS - START))" "$*" >&2; }
 die() { log "ERROR: $*"; exit 1; }
 trap 'rc=$?; [ "$rc" = 0 ] || log "FAILED (exit $rc) after $((SECONDS - START))s"' EXIT
 
-usage() { sed -n '2,20p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
+usage() { awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "${BASH_SOURCE[0]}"; }
 
 FORCE=0
 case "${1:-}" in
