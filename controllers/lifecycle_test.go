@@ -61,10 +61,23 @@ var _ = Describe("Lifecycle", func() {
 		Expect(still).To(BeTrue())
 	})
 
+	It("refuses a name held by another control plane's container, and never touches it", func() {
+		_, err := host.SeedContainer(dd.ContainerSpec{Name: "roboco-sandbox-redis-other-1", Image: "redis:8-alpine",
+			Labels: map[string]string{controllers.LabelSandbox: "1", controllers.LabelUID: "uid-of-another-api-server",
+				controllers.LabelNamespace: ns, controllers.LabelName: "other", controllers.LabelInstance: "staging"}}, true)
+		Expect(err).NotTo(HaveOccurred())
+		sb := newSandbox(ns, "other", "other-1", "redis")
+		Expect(k8sClient.Create(ctx, sb)).To(Succeed())
+		Eventually(condition(sb, sandboxv1.ConditionStalled)).Should(Equal("True/NameConflict"))
+		Expect(conditionOf(sb, sandboxv1.ConditionStalled).Message).To(ContainSubstring(`another control plane (instance "staging"`))
+		_, still := host.Peek("roboco-sandbox-redis-other-1")
+		Expect(still).To(BeTrue())
+	})
+
 	It("removes a stale same-named container whose Sandbox no longer exists", func() {
 		stale, err := host.SeedContainer(dd.ContainerSpec{Name: "roboco-sandbox-pg-stale-1", Image: "postgres:16-alpine",
 			Labels: map[string]string{controllers.LabelSandbox: "1", controllers.LabelUID: "0b7e-gone",
-				controllers.LabelNamespace: ns, controllers.LabelName: "old"}}, true)
+				controllers.LabelNamespace: ns, controllers.LabelName: "old", controllers.LabelInstance: "default"}}, true)
 		Expect(err).NotTo(HaveOccurred())
 		sb := newSandbox(ns, "fresh", "stale-1", "postgres")
 		Expect(k8sClient.Create(ctx, sb)).To(Succeed())

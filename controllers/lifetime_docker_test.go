@@ -139,6 +139,7 @@ func realOptions(rd *realDocker, grace time.Duration) controllers.Options {
 	o.StopTimeout = 2 * time.Second
 	o.Images = map[string]engine.Images{"redis": {Default: rd.redis}}
 	o.SweepSelector = map[string]string{dockerTestLabel: rd.runID}
+	o.Instance = "test-" + rd.runID
 	return o
 }
 
@@ -232,7 +233,8 @@ var _ = Describe("Lifetime on the real Docker engine", Label("docker"), func() {
 					Config: &container.Config{Image: rd.redis, Labels: rd.labelled(map[string]string{
 						controllers.LabelSandbox: "1", controllers.LabelOwner: "sbx-owner-" + rd.runID,
 						controllers.LabelNamespace: "bench", controllers.LabelName: fmt.Sprintf("bench-%d", i),
-						controllers.LabelUID: string(uuid.NewUUID()), controllers.LabelEngine: "redis"})},
+						controllers.LabelUID: string(uuid.NewUUID()), controllers.LabelEngine: "redis",
+						controllers.LabelInstance: "test-" + rd.runID})},
 				})
 				Expect(err).NotTo(HaveOccurred())
 			})

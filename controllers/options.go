@@ -6,12 +6,17 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/roboco-sandbox/sandbox-controller/internal/engine"
 )
 
 // Options are the operator's settings for every Sandbox (the manager's flags).
 type Options struct {
+	// Instance names this control plane on the Docker host (label
+	// sandbox.roboco.io/instance). Containers of another instance are never judged
+	// stale or orphaned by this one: their UIDs belong to another API server.
+	Instance string
 	// Images overrides the engine registry's images, by engine name.
 	Images map[string]engine.Images
 	// DefaultNetwork is the Docker network services join when spec.network is empty
@@ -47,6 +52,7 @@ type Options struct {
 // DefaultOptions are the manager's defaults.
 func DefaultOptions() Options {
 	return Options{
+		Instance:      "default",
 		OwnerTemplate: "roboco-agent-{agentID}",
 		GracePeriod:   180 * time.Second,
 		ResyncPeriod:  10 * time.Minute,
@@ -72,6 +78,9 @@ func (o Options) Validate() error {
 		if _, ok := engine.Lookup(name); !ok {
 			errs = append(errs, fmt.Sprintf("probe deadline for unknown engine %q (engines: %s)", name, strings.Join(engine.Names(), ", ")))
 		}
+	}
+	if errs2 := validation.IsValidLabelValue(o.Instance); o.Instance == "" || len(errs2) > 0 {
+		errs = append(errs, fmt.Sprintf("instance %q must be a non-empty label value (letters, digits, '-', '_', '.', at most 63)", o.Instance))
 	}
 	if !strings.Contains(o.OwnerTemplate, "{agentID}") {
 		errs = append(errs, fmt.Sprintf("owner template %q must contain {agentID}", o.OwnerTemplate))

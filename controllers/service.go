@@ -127,6 +127,7 @@ func (r *SandboxReconciler) resolveService(sb *sandboxv1.Sandbox, svc sandboxv1.
 			LabelName:      sb.Name,
 			LabelUID:       string(sb.UID),
 			LabelEngine:    e.Name(),
+			LabelInstance:  r.Options.Instance,
 		},
 		OwnerLabel:  LabelUID,
 		Env:         e.Env(password),
@@ -401,6 +402,12 @@ func (r *SandboxReconciler) nameConflict(ctx context.Context, res serviceResult,
 	existing := conflict.Existing
 	key, named := sandboxKey(existing.Labels)
 	uid := existing.Labels[LabelUID]
+	if instance := existing.Labels[LabelInstance]; named && uid != "" && instance != r.Options.Instance {
+		res.containers = part{reason: sandboxv1.ReasonNameConflict, message: fmt.Sprintf(
+			"container name %s is taken by container %s of another control plane (instance %q, this one is %q); it is never touched: use another agentID",
+			conflict.Name, shortID(existing.ID), instance, r.Options.Instance)}
+		return res.stall()
+	}
 	if !named || uid == "" {
 		res.containers = part{reason: sandboxv1.ReasonNameConflict, message: fmt.Sprintf(
 			"container name %s is taken by container %s, which carries no Sandbox UID label (a foreign or legacy container); it is never touched: remove it, or let the orphan sweep reap it",

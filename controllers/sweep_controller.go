@@ -112,7 +112,8 @@ func (r *SweepReconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.R
 	legacy := map[string][]dd.ContainerSummary{}
 	for _, c := range containers {
 		if uid, ours := c.Labels[LabelUID]; ours {
-			if !live[types.UID(uid)] {
+			// Another control plane's UIDs mean nothing to our API server.
+			if c.Labels[LabelInstance] == r.Options.Instance && !live[types.UID(uid)] {
 				p.consider(c, orphanUID, c.CreatedAt)
 			}
 			continue

@@ -36,7 +36,8 @@ func seedLegacy(host *engineSim, name, owner string) dd.Container {
 func seedOrphan(host *engineSim, container, ns, name, uid string) dd.Container {
 	c, err := host.SeedContainer(dd.ContainerSpec{Name: container, Image: "redis:8-alpine", Labels: map[string]string{
 		controllers.LabelSandbox: "1", controllers.LabelOwner: "roboco-agent-" + name,
-		controllers.LabelNamespace: ns, controllers.LabelName: name, controllers.LabelUID: uid, controllers.LabelEngine: "redis"}}, true)
+		controllers.LabelNamespace: ns, controllers.LabelName: name, controllers.LabelUID: uid, controllers.LabelEngine: "redis",
+		controllers.LabelInstance: "default"}}, true)
 	ExpectWithOffset(1, err).NotTo(HaveOccurred())
 	return c
 }
@@ -218,15 +219,31 @@ var _ = Describe("Orphan sweep", func() {
 		whenGone(host, "roboco-sandbox-pg-lost-2", 10*time.Second)
 	})
 
-	It("judges only the containers its selector names when control planes share a host", func() {
+	It("never judges another control plane's containers when several share a host", func() {
 		const grace = time.Second
 		opts := sweepOptions(grace)
-		opts.SweepSelector = map[string]string{"sandbox.roboco.io/instance": "mine"}
+		opts.Instance = "mine"
+		startManager(host, opts)
+		// Another instance's container: its UID means nothing to our API server.
+		theirs := seedOrphan(host, "roboco-sandbox-redis-theirs-1", ns, "theirs", string(uuid.NewUUID()))
+		_, err := host.SeedContainer(dd.ContainerSpec{Name: "roboco-sandbox-redis-mine-1", Image: "redis:8-alpine", Labels: map[string]string{
+			controllers.LabelSandbox: "1", controllers.LabelUID: string(uuid.NewUUID()), controllers.LabelInstance: "mine",
+			controllers.LabelNamespace: ns, controllers.LabelName: "mine"}}, true)
+		Expect(err).NotTo(HaveOccurred())
+		whenGone(host, "roboco-sandbox-redis-mine-1", grace+5*time.Second)
+		Consistently(exists(host, theirs.Name), 2*time.Second).Should(BeTrue())
+	})
+
+	It("judges only the containers its selector names", func() {
+		const grace = time.Second
+		opts := sweepOptions(grace)
+		opts.SweepSelector = map[string]string{"sandbox.roboco.io/test-run": "mine"}
 		startManager(host, opts)
 		foreign := seedOrphan(host, "roboco-sandbox-redis-theirs-1", ns, "theirs", string(uuid.NewUUID()))
 		seedLegacy(host, "roboco-sandbox-pg-theirs-2", "roboco-agent-theirs-2")
 		_, err := host.SeedContainer(dd.ContainerSpec{Name: "roboco-sandbox-redis-mine-1", Image: "redis:8-alpine", Labels: map[string]string{
-			controllers.LabelSandbox: "1", controllers.LabelUID: string(uuid.NewUUID()), "sandbox.roboco.io/instance": "mine"}}, true)
+			controllers.LabelSandbox: "1", controllers.LabelUID: string(uuid.NewUUID()), controllers.LabelInstance: "default",
+			"sandbox.roboco.io/test-run": "mine"}}, true)
 		Expect(err).NotTo(HaveOccurred())
 		whenGone(host, "roboco-sandbox-redis-mine-1", grace+5*time.Second)
 		Consistently(func() bool {

@@ -283,6 +283,7 @@ func TestVerifyParsers(t *testing.T) {
 		{"postgres", "", nil},
 		{"redis", "name\nsearch\nver\n21005\nname\nReJSON\nver\n20609\n", []string{"search", "json"}},
 		{"redis", "name\nbf\nver\n1\n", []string{"bloom"}},
+		{"redis", "name\nft\nver\n10202\n", []string{"search"}},
 		{"redis", "", nil},
 	}
 	for _, tt := range tests {

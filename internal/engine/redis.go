@@ -1,18 +1,23 @@
 package engine
 
 import (
+	"slices"
 	"strconv"
 	"time"
 )
 
-// redisModule is where a feature's module lives in the kitchen-sink image and the name
-// MODULE LIST reports for it.
-type redisModule struct{ path, name string }
+// redisModule is where a feature's module lives in the kitchen-sink image and the
+// names MODULE LIST may report for it.
+type redisModule struct {
+	path  string
+	names []string
+}
 
 var redisModules = map[string]redisModule{
-	"search": {"/opt/redis-stack/lib/redisearch.so", "search"},
-	"json":   {"/opt/redis-stack/lib/rejson.so", "ReJSON"},
-	"bloom":  {"/opt/redis-stack/lib/redisbloom.so", "bf"},
+	// RediSearch 2 (redis-stack) reports "search"; RediSearch 1 (Debian's) "ft".
+	"search": {"/opt/redis-stack/lib/redisearch.so", []string{"search", "ft"}},
+	"json":   {"/opt/redis-stack/lib/rejson.so", []string{"ReJSON"}},
+	"bloom":  {"/opt/redis-stack/lib/redisbloom.so", []string{"bf"}},
 }
 
 type redis struct{}
@@ -66,7 +71,7 @@ func (r redis) VerifyFeatures(password, addr string) (Step, func(string) []strin
 		}
 		var active []string
 		for _, f := range r.Features() {
-			if loaded[redisModules[f].name] {
+			if slices.ContainsFunc(redisModules[f].names, func(n string) bool { return loaded[n] }) {
 				active = append(active, f)
 			}
 		}

@@ -57,6 +57,7 @@ func startControlPlaneWith(t *testing.T, h *host, driver dd.Driver) *controlPlan
 	opts := controllers.DefaultOptions()
 	opts.DefaultNetwork = h.network(t)
 	opts.StopTimeout = 5 * time.Second
+	opts.Instance = "it-" + runID // the host is shared: never judge another control plane's containers
 	opts.Images = map[string]engine.Images{}
 	for name, ref := range plain {
 		opts.Images[name] = engine.Images{Default: ref, KitchenSink: kitchen[name]}
@@ -161,4 +162,47 @@ func TestSandboxOnRealDocker(t *testing.T) {
 			t.Errorf("volume %s left behind", v)
 		}
 	}
+}
+
+// TestSandboxFeaturesOnRealDocker: features select the kitchen-sink images, are
+// activated inside the containers and verified by the engines' static queries.
+func TestSandboxFeaturesOnRealDocker(t *testing.T) {
+	h := newHost(t)
+	cp := startControlPlane(t, h)
+	ctx := context.Background()
+	sb := &sandboxv1.Sandbox{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "it", Name: "features"},
+		Spec: sandboxv1.SandboxSpec{AgentID: "itf-" + runID, Owner: &sandboxv1.OwnerSpec{Policy: sandboxv1.OwnerPolicyNone},
+			Services: []sandboxv1.ServiceSpec{
+				{Engine: "postgres", Features: []sandboxv1.Feature{"vector", "postgis", "pg_trgm", "citext", "uuid-ossp"}},
+				// Note: Debian has RediSearch only; json and bloom need redis-stack's image.
+				{Engine: "redis", Features: []sandboxv1.Feature{"search"}},
+			}},
+	}
+	if err := cp.client.Create(ctx, sb); err != nil {
+		t.Fatal(err)
+	}
+	got := &sandboxv1.Sandbox{}
+	waitFor(t, 3*time.Minute, "Ready", func() bool {
+		return cp.client.Get(ctx, client.ObjectKeyFromObject(sb), got) == nil &&
+			meta.IsStatusConditionTrue(got.Status.Conditions, sandboxv1.ConditionReady)
+	})
+	_, kitchen := images(t)
+	for _, s := range got.Status.Services {
+		if s.Image != kitchen[string(s.Engine)] {
+			t.Errorf("%s runs %s, want the kitchen-sink image %s", s.Engine, s.Image, kitchen[string(s.Engine)])
+		}
+	}
+	if f := got.Status.Services[0].Features; len(f) != 5 {
+		t.Errorf("postgres features verified: %v", f)
+	}
+	if f := got.Status.Services[1].Features; len(f) != 1 || f[0] != "search" {
+		t.Errorf("redis features verified: %v", f)
+	}
+	if err := cp.client.Delete(ctx, sb); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, time.Minute, "the Sandbox to be gone", func() bool {
+		return cp.client.Get(ctx, client.ObjectKeyFromObject(sb), got) != nil
+	})
 }
