@@ -289,4 +289,3 @@ func TestManifestsApply(t *testing.T) {
 		}
 	}
 }
-
