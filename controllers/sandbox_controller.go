@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -293,7 +294,10 @@ func (r *SandboxReconciler) reconcileDelete(ctx context.Context, sb *sandboxv1.S
 		return ctrl.Result{}, nil
 	}
 	before := sb.DeepCopy()
-	setCondition(sb, sandboxv1.ConditionReady, "False", sandboxv1.ReasonDeleting, "tearing down the service containers")
+	// Note: a Sandbox deleted because its owner left keeps saying so while it goes.
+	if c := meta.FindStatusCondition(sb.Status.Conditions, sandboxv1.ConditionReady); c == nil || c.Reason != sandboxv1.ReasonOwnerGone {
+		setCondition(sb, sandboxv1.ConditionReady, "False", sandboxv1.ReasonDeleting, "tearing down the service containers")
+	}
 	if err := r.patchStatus(ctx, before, sb); err != nil {
 		return ctrl.Result{}, err
 	}
