@@ -22,6 +22,8 @@ ASSETS= REGISTRY_STARTED=0
 if [ -f "$DEMO_DIR/state.env" ]; then
 	# shellcheck disable=SC1091
 	. "$DEMO_DIR/state.env"
+	# Note: the demo that is running says which id it used, whatever the environment says now.
+	DEMO_LABEL="sandbox.roboco.io/demo=$DEMO_ID"
 fi
 if [ -z "$ASSETS" ]; then
 	ASSETS="$(dirname "$(find "$ROOT/bin/k8s" -name kubectl -type f 2>/dev/null | sort | tail -1)")"
