@@ -39,7 +39,7 @@ func run() error {
 	fs.StringVar(&assets, "assets", os.Getenv("KUBEBUILDER_ASSETS"),
 		"folder holding kube-apiserver and etcd (default $KUBEBUILDER_ASSETS, else the newest bin/k8s/*)")
 	fs.StringVar(&kubeconfig, "kubeconfig", "", "where to write the admin kubeconfig (required)")
-	fs.StringVar(&stateDir, "state-dir", "", "folder for etcd's data and the API server's certificates (default: temporary, removed on stop)")
+	fs.StringVar(&stateDir, "state-dir", "", "folder for etcd's data and the API server's certificates, emptied at start (default: temporary, removed on stop)")
 	fs.Var(&crds, "crds", "a folder of CRD manifests to install at start (repeatable; default none)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: controlplane --kubeconfig PATH [flags]\n\n")
@@ -67,6 +67,11 @@ func run() error {
 	if stateDir != "" {
 		etcdDir, certDir := filepath.Join(stateDir, "etcd"), filepath.Join(stateDir, "apiserver")
 		for _, d := range []string{etcdDir, certDir} {
+			// Note: every start is a fresh cluster; envtest panics on a previous
+			// run's certificates.
+			if err := os.RemoveAll(d); err != nil {
+				return err
+			}
 			if err := os.MkdirAll(d, 0o700); err != nil {
 				return err
 			}
