@@ -12,6 +12,7 @@ import (
 
 	"github.com/distribution/reference"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/controller-runtime/pkg/client/config"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
@@ -121,6 +122,11 @@ func newFlagSet(s *settings, env func(string) string) *flagSet {
 		}
 	}
 
+	str(&s.options.Instance, "instance", "name", s.options.Instance,
+		"The name of this control plane on the Docker host, written on every container it creates (label sandbox.roboco.io/instance). "+
+			"Give each control plane that shares a Docker host its own: a container of another instance is never adopted, "+
+			"judged stale or swept as an orphan by this one.")
+
 	// What a Sandbox gets when it does not say.
 	str(&s.options.DefaultNetwork, "default-network", "name", s.options.DefaultNetwork,
 		`The Docker network services join when spec.network is empty; they get their container name as DNS alias there. `+
@@ -188,7 +194,7 @@ func newFlagSet(s *settings, env func(string) string) *flagSet {
 		"How log timestamps are written: epoch, millis, nano, iso8601, rfc3339 or rfc3339nano. (default rfc3339)")
 
 	fs.groups = []group{
-		{title: "Docker host", flags: []string{"docker-host", "docker-startup-timeout", "pull-timeout", "stop-timeout"}},
+		{title: "Docker host", flags: []string{"docker-host", "instance", "docker-startup-timeout", "pull-timeout", "stop-timeout"}},
 		{title: "Images", intro: "Images are the operator's choice, never a Sandbox author's. " +
 			"A service with any feature runs its engine's kitchen-sink image.", flags: imageFlags},
 		{title: "Sandbox defaults", flags: []string{"default-network", "owner-template", "grace-period", "resync-period", "sweep", "sweep-interval", "probe-deadline"}},
@@ -335,6 +341,9 @@ func (s *settings) check(fs *flagSet) error {
 		s.options.Images[e.Name()] = imgs
 	}
 	o := s.options
+	if msgs := validation.IsValidLabelValue(o.Instance); o.Instance == "" || len(msgs) > 0 {
+		errs = append(errs, fmt.Errorf("--instance %q must be a label value: 1-63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit", o.Instance))
+	}
 	if !strings.Contains(o.OwnerTemplate, "{agentID}") {
 		errs = append(errs, fmt.Errorf("--owner-template %q must contain {agentID}, e.g. roboco-agent-{agentID}", o.OwnerTemplate))
 	}

@@ -3,18 +3,13 @@ package integration
 import (
 	"context"
 	"fmt"
-	"net"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-	goredis "github.com/redis/go-redis/v9"
-	"go.mongodb.org/mongo-driver/v2/mongo"
-	mongoopts "go.mongodb.org/mongo-driver/v2/mongo/options"
-
 	dd "github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver"
 	"github.com/roboco-sandbox/sandbox-controller/internal/engine"
+	"github.com/roboco-sandbox/sandbox-controller/internal/testclients"
 )
 
 // runEngine starts image with e's registry settings, as the controller does, and
@@ -75,50 +70,12 @@ func (h *host) probeUntilReady(t *testing.T, e engine.Engine, c dd.Container, ne
 // the host to the container's address, and that a wrong password does not.
 func connect(t *testing.T, e engine.Engine, addr, password string) {
 	t.Helper()
-	vars := e.Publish(addr, password)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	try := func(pw string) error {
-		switch e.Name() {
-		case "postgres":
-			conn, err := pgx.Connect(ctx, fmt.Sprintf("postgres://%s:%s@%s/%s?sslmode=disable",
-				vars["ROBOCO_TEST_DB_USER"], pw, net.JoinHostPort(addr, vars["ROBOCO_TEST_DB_PORT"]), vars["ROBOCO_TEST_DB_ADMIN_DB"]))
-			if err != nil {
-				return err
-			}
-			defer conn.Close(ctx)
-			var one int
-			if err := conn.QueryRow(ctx, "SELECT 1").Scan(&one); err != nil || one != 1 {
-				return fmt.Errorf("SELECT 1 = %d, %v", one, err)
-			}
-			return nil
-		case "redis":
-			rdb := goredis.NewClient(&goredis.Options{Addr: net.JoinHostPort(addr, vars["ROBOCO_TEST_REDIS_PORT"]), Password: pw})
-			defer rdb.Close()
-			if err := rdb.Set(ctx, "k", "v", 0).Err(); err != nil {
-				return err
-			}
-			return rdb.Ping(ctx).Err()
-		case "mongo":
-			uri := fmt.Sprintf("mongodb://%s:%s@%s/?authSource=%s&directConnection=true&serverSelectionTimeoutMS=5000",
-				vars["ROBOCO_TEST_MONGO_USER"], pw, net.JoinHostPort(addr, vars["ROBOCO_TEST_MONGO_PORT"]), vars["ROBOCO_TEST_MONGO_AUTH_DB"])
-			cl, err := mongo.Connect(mongoopts.Client().ApplyURI(uri))
-			if err != nil {
-				return err
-			}
-			defer func() { _ = cl.Disconnect(context.Background()) }()
-			if err := cl.Ping(ctx, nil); err != nil {
-				return err
-			}
-			_, err = cl.Database("sandbox").Collection("it").InsertOne(ctx, map[string]string{"k": "v"})
-			return err
-		}
-		return fmt.Errorf("no client for %s", e.Name())
-	}
-	if err := try(password); err != nil {
+	if err := testclients.Connect(ctx, e.Name(), addr, e.Publish(addr, password)); err != nil {
 		t.Fatalf("%s refused the published credentials: %v", e.Name(), err)
 	}
-	if err := try(password + "-wrong"); err == nil {
+	if err := testclients.Connect(ctx, e.Name(), addr, e.Publish(addr, password+"-wrong")); err == nil {
 		t.Fatalf("%s accepted a wrong password", e.Name())
 	}
 }

@@ -1,0 +1,267 @@
+// Package e2e drives the built manager binary, as a separate process, against a real
+// API server (envtest) and the real Docker engine with the local engine images,
+// the way users do: kubectl, an orchestrator written with client-go, signals.
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/roboco-sandbox/sandbox-controller/internal/testenv"
+)
+
+var (
+	runID = func() string {
+		b := make([]byte, 4)
+		_, _ = rand.Read(b)
+		return hex.EncodeToString(b)
+	}()
+	// instance scopes everything this run's managers judge on the shared Docker host.
+	instance = "e2e-" + runID
+	env      *testenv.Env
+	network  = "sbx-e2e-" + runID
+	binDir   string
+	images   = map[string]string{}
+)
+
+const testLabel = "sandbox.roboco.io/test"
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	if os.Getenv("SANDBOX_SKIP_DOCKER") == "1" {
+		fmt.Println("SANDBOX_SKIP_DOCKER=1: skipping the end-to-end suite")
+		return 0
+	}
+	var err error
+	if binDir, err = os.MkdirTemp("", "sandbox-e2e-"); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(binDir)
+	build := exec.Command("go", "build", "-o", filepath.Join(binDir, "manager"), "./cmd/manager")
+	build.Dir = testenv.Root()
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "building the manager: %v\n%s", err, out)
+		return 1
+	}
+	out, err := exec.Command(filepath.Join(testenv.Root(), "hack", "images.sh"), "--print").Output()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "hack/images.sh --print:", err)
+		return 1
+	}
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	for sc.Scan() {
+		if k, v, ok := strings.Cut(sc.Text(), "="); ok {
+			images[k] = v
+		}
+	}
+	if out, err := exec.Command("docker", "network", "create", "--label", testLabel+"="+runID, network).CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "creating network: %v: %s", err, out)
+		return 1
+	}
+	defer func() { _ = exec.Command("docker", "network", "rm", network).Run() }()
+	if env, err = testenv.Start(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer func() { _ = env.Stop() }()
+	code := m.Run()
+	// Whatever a failed test left: only this run's containers, found by their labels
+	// (the sandboxes by this run's instance, the stand-in owners by the test label).
+	for _, label := range []string{"sandbox.roboco.io/instance=" + instance, testLabel + "=" + runID} {
+		_ = exec.Command("sh", "-c", "docker ps -aq --filter label="+label+" | xargs -r docker rm -fv").Run()
+	}
+	return code
+}
+
+// manager is one running manager process.
+type manager struct {
+	cmd    *exec.Cmd
+	log    string
+	health string
+}
+
+func freePort(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// startManager runs bin/manager against the test API server, as an operator would.
+func startManager(t *testing.T, extra ...string) *manager {
+	t.Helper()
+	m := &manager{log: filepath.Join(binDir, fmt.Sprintf("manager-%d.log", time.Now().UnixNano())), health: freePort(t)}
+	args := []string{
+		"--kubeconfig", env.Kubeconfig(),
+		"--instance", instance,
+		"--default-network", network,
+		"--postgres-image", images["POSTGRES_IMAGE"], "--postgres-kitchen-sink-image", images["POSTGRES_KITCHEN_IMAGE"],
+		"--redis-image", images["REDIS_IMAGE"], "--redis-kitchen-sink-image", images["REDIS_KITCHEN_IMAGE"],
+		"--mongo-image", images["MONGO_IMAGE"],
+		"--metrics-bind-address", "0",
+		"--health-probe-bind-address", m.health,
+		"--grace-period", "5s",
+		"--sweep-interval", "5s",
+		"--zap-encoder", "console",
+	}
+	logf, err := os.Create(m.log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.cmd = exec.Command(filepath.Join(binDir, "manager"), append(args, extra...)...)
+	m.cmd.Stdout, m.cmd.Stderr = logf, logf
+	if err := m.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		m.stop()
+		_ = logf.Close()
+		if t.Failed() {
+			b, _ := os.ReadFile(m.log)
+			lines := strings.Split(string(b), "\n")
+			t.Logf("manager log (last 40 lines):\n%s", strings.Join(lines[max(0, len(lines)-40):], "\n"))
+		}
+	})
+	eventually(t, 30*time.Second, "the manager's /readyz", func() bool {
+		return exec.Command("curl", "-fsS", "-m", "2", "-o", "/dev/null", "http://"+m.health+"/readyz").Run() == nil
+	})
+	return m
+}
+
+// stop sends SIGTERM and waits, as a rollout does.
+func (m *manager) stop() {
+	if m.cmd.ProcessState == nil {
+		_ = m.cmd.Process.Signal(syscall.SIGTERM)
+		_ = m.cmd.Wait()
+	}
+}
+
+// kill sends SIGKILL: no cleanup of any kind runs.
+func (m *manager) kill() {
+	_ = m.cmd.Process.Kill()
+	_ = m.cmd.Wait()
+}
+
+func (m *manager) logText() string {
+	b, _ := os.ReadFile(m.log)
+	return string(b)
+}
+
+func eventually(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", timeout, what)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+func kubectl(t *testing.T, args ...string) string {
+	t.Helper()
+	out, err := env.Kubectl(args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// secretData reads a Secret's decoded data through kubectl.
+func secretData(t *testing.T, ns, name string) map[string]string {
+	t.Helper()
+	var s struct {
+		Data map[string][]byte `json:"data"`
+	}
+	if err := json.Unmarshal([]byte(kubectl(t, "get", "secret", name, "-n", ns, "-o", "json")), &s); err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for k, v := range s.Data {
+		out[k] = string(v)
+	}
+	return out
+}
+
+// containerIP is a container's address on the e2e network (the host test process
+// resolves no Docker DNS names).
+func containerIP(t *testing.T, name string) string {
+	t.Helper()
+	out, err := exec.Command("docker", "inspect", "-f", "{{(index .NetworkSettings.Networks \""+network+"\").IPAddress}}", name).Output()
+	if err != nil {
+		t.Fatalf("docker inspect %s: %v", name, err)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// dockerPS lists the names of containers with these labels (key=value).
+func dockerPS(t *testing.T, labels ...string) []string {
+	t.Helper()
+	args := []string{"ps", "-a", "--format", "{{.Names}}"}
+	for _, l := range labels {
+		args = append(args, "--filter", "label="+l)
+	}
+	out, err := exec.Command("docker", args...).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Fields(string(out))
+}
+
+// startOwner starts a stand-in agent container (an owner) on the network.
+func startOwner(t *testing.T, name string) {
+	t.Helper()
+	out, err := exec.Command("docker", "run", "-d", "--name", name, "--label", testLabel+"="+runID,
+		"--network", network, "--entrypoint", "sleep", images["REDIS_IMAGE"], "infinity").CombinedOutput()
+	if err != nil {
+		t.Fatalf("starting owner %s: %v: %s", name, err, out)
+	}
+	t.Cleanup(func() { _ = exec.Command("docker", "rm", "-fv", name).Run() })
+}
+
+func newNamespace(t *testing.T, name string) string {
+	t.Helper()
+	ns := name + "-" + runID
+	kubectl(t, "create", "namespace", ns)
+	return ns
+}
+
+// docker runs the docker CLI, failing the test on an error.
+func docker(t *testing.T, args ...string) string {
+	t.Helper()
+	out, err := exec.Command("docker", args...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("docker %v: %v: %s", args, err, out)
+	}
+	return string(out)
+}
+
+// applyYAML runs kubectl apply on a manifest, as a user pastes one.
+func applyYAML(t *testing.T, ns, manifest string) {
+	t.Helper()
+	f := filepath.Join(t.TempDir(), "sandbox.yaml")
+	if err := os.WriteFile(f, []byte(manifest), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	kubectl(t, "apply", "-n", ns, "-f", f)
+}

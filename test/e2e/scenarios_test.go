@@ -1,0 +1,308 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/roboco-sandbox/sandbox-controller/internal/testclients"
+	"github.com/roboco-sandbox/sandbox-controller/internal/testenv"
+)
+
+var sandboxes = schema.GroupVersionResource{Group: "sandbox.roboco.io", Version: "v1alpha1", Resource: "sandboxes"}
+
+// connectAll proves every service of a Ready Sandbox accepts its Secret's credentials.
+func connectAll(t *testing.T, ns, name string) map[string]string {
+	t.Helper()
+	secret := secretData(t, ns, name+"-sandbox")
+	services := strings.Fields(kubectl(t, "get", "sandbox", name, "-n", ns, "-o",
+		`jsonpath={range .status.services[*]}{.engine}={.containerName}{" "}{end}`))
+	if len(services) == 0 {
+		t.Fatalf("sandbox %s/%s reports no services", ns, name)
+	}
+	for _, s := range services {
+		engine, container, _ := strings.Cut(s, "=")
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		err := testclients.Connect(ctx, engine, containerIP(t, container), secret)
+		cancel()
+		if err != nil {
+			t.Errorf("%s refused the Secret's credentials: %v", engine, err)
+		}
+	}
+	return secret
+}
+
+// TestKubectlUser: apply the samples, wait for Ready, connect, delete, nothing left.
+func TestKubectlUser(t *testing.T) {
+	startManager(t)
+	ns := newNamespace(t, "kubectl")
+	for _, sample := range []struct{ file, name string }{
+		{"sandbox_v1alpha1_postgres.yaml", "demo-pg"},
+		{"sandbox_v1alpha1_trio.yaml", "demo-trio"},
+	} {
+		t.Run(sample.name, func(t *testing.T) {
+			// The samples' Sandboxes live as long as their agent container.
+			startOwner(t, "roboco-agent-"+sample.name)
+			start := time.Now()
+			kubectl(t, "apply", "-n", ns, "-f", filepath.Join(testenv.Root(), "config", "samples", sample.file))
+			kubectl(t, "wait", "-n", ns, "--for=condition=Ready", "sandbox/"+sample.name, "--timeout=180s")
+			t.Logf("kubectl apply → Ready: %s", time.Since(start).Round(time.Millisecond))
+
+			table := kubectl(t, "get", "sandboxes", "-n", ns, sample.name)
+			if !strings.Contains(table, "True") || !strings.Contains(table, "Ready") {
+				t.Errorf("kubectl get sandboxes shows:\n%s", table)
+			}
+			connectAll(t, ns, sample.name)
+			uid := kubectl(t, "get", "sandbox", sample.name, "-n", ns, "-o", "jsonpath={.metadata.uid}")
+			volumesBefore := volumes(t)
+
+			kubectl(t, "delete", "-n", ns, "sandbox", sample.name, "--timeout=60s")
+			if left := dockerPS(t, "sandbox.roboco.io/uid="+uid); len(left) > 0 {
+				t.Errorf("containers left after kubectl delete: %v", left)
+			}
+			if _, err := env.Kubectl("get", "secret", "-n", ns, sample.name+"-sandbox"); err == nil {
+				t.Error("the Secret outlived its Sandbox")
+			}
+			for v := range volumes(t) {
+				if !volumesBefore[v] {
+					t.Errorf("volume %s appeared", v)
+				}
+			}
+		})
+	}
+}
+
+func volumes(t *testing.T) map[string]bool {
+	t.Helper()
+	out := map[string]bool{}
+	for _, v := range strings.Fields(docker(t, "volume", "ls", "-q")) {
+		out[v] = true
+	}
+	return out
+}
+
+// TestOrchestrator: a client-go program creates a Sandbox, watches it until Ready and
+// reads the Secret it would inject into its agent.
+func TestOrchestrator(t *testing.T) {
+	startManager(t)
+	ns := newNamespace(t, "orchestrator")
+	cfg, err := clientcmd.BuildConfigFromFlags("", env.Kubeconfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	dyn := dynamic.NewForConfigOrDie(cfg)
+	core := kubernetes.NewForConfigOrDie(cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+
+	sb := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "sandbox.roboco.io/v1alpha1", "kind": "Sandbox",
+		"metadata": map[string]any{"name": "agent-7", "namespace": ns},
+		"spec": map[string]any{
+			"agentID":  "orch-" + runID,
+			"owner":    map[string]any{"policy": "None"},
+			"services": []any{map[string]any{"engine": "postgres"}, map[string]any{"engine": "redis"}},
+		},
+	}}
+	created, err := dyn.Resource(sandboxes).Namespace(ns).Create(ctx, sb, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := dyn.Resource(sandboxes).Namespace(ns).Watch(ctx, metav1.ListOptions{
+		FieldSelector: "metadata.name=agent-7", ResourceVersion: created.GetResourceVersion()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	var secretName string
+	for ev := range w.ResultChan() {
+		if ev.Type != watch.Modified {
+			continue
+		}
+		obj := ev.Object.(*unstructured.Unstructured)
+		conds, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
+		ready := false
+		for _, c := range conds {
+			m := c.(map[string]any)
+			ready = ready || m["type"] == "Ready" && m["status"] == "True"
+		}
+		if ready {
+			secretName, _, _ = unstructured.NestedString(obj.Object, "status", "secretName")
+			break
+		}
+	}
+	if secretName == "" {
+		t.Fatal("the watch ended before the Sandbox was Ready")
+	}
+	secret, err := core.CoreV1().Secrets(ns).Get(ctx, secretName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// What the orchestrator injects: envFrom of this Secret.
+	env := corev1.EnvFromSource{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: secret.Name}}}
+	for _, k := range []string{"ROBOCO_TEST_DB_HOST", "ROBOCO_TEST_DB_PASSWORD", "ROBOCO_TEST_REDIS_HOST", "ROBOCO_TEST_REDIS_PASSWORD"} {
+		if len(secret.Data[k]) == 0 {
+			t.Errorf("Secret %s lacks %s", env.SecretRef.Name, k)
+		}
+	}
+	connectAll(t, ns, "agent-7")
+	if err := dyn.Resource(sandboxes).Namespace(ns).Delete(ctx, "agent-7", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestOwnerGone: removing the agent container deletes its Sandbox after the grace period.
+func TestOwnerGone(t *testing.T) {
+	startManager(t)
+	ns := newNamespace(t, "owner")
+	owner := "sbx-e2e-agent-" + runID
+	startOwner(t, owner)
+	applyYAML(t, ns, fmt.Sprintf(`apiVersion: sandbox.roboco.io/v1alpha1
+kind: Sandbox
+metadata: {name: owned}
+spec:
+  agentID: owned-%s
+  owner: {containerName: %s, gracePeriod: 5s}
+  services: [{engine: redis}]
+`, runID, owner))
+	kubectl(t, "wait", "-n", ns, "--for=condition=Ready", "sandbox/owned", "--timeout=120s")
+	uid := kubectl(t, "get", "sandbox", "owned", "-n", ns, "-o", "jsonpath={.metadata.uid}")
+	docker(t, "rm", "-f", owner)
+	removed := time.Now()
+	eventually(t, time.Minute, "the Sandbox to be deleted", func() bool {
+		_, err := env.Kubectl("get", "sandbox", "owned", "-n", ns)
+		return err != nil
+	})
+	eventually(t, 30*time.Second, "its containers to be gone", func() bool {
+		return len(dockerPS(t, "sandbox.roboco.io/uid="+uid)) == 0
+	})
+	gone := time.Since(removed)
+	if gone < 5*time.Second {
+		t.Errorf("deleted %s after the owner left, before the 5s grace period", gone)
+	}
+	t.Logf("owner removed → containers gone: %s (grace 5s)", gone.Round(time.Millisecond))
+}
+
+// TestKilledManagerConverges: SIGKILL the manager while 5 Sandboxes provision; a new
+// one finishes them with exactly one container per service and the first credentials.
+func TestKilledManagerConverges(t *testing.T) {
+	m := startManager(t)
+	ns := newNamespace(t, "crash")
+	const n = 5
+	for i := range n {
+		applyYAML(t, ns, fmt.Sprintf(`apiVersion: sandbox.roboco.io/v1alpha1
+kind: Sandbox
+metadata: {name: crash-%d}
+spec:
+  agentID: crash-%d-%s
+  owner: {policy: None}
+  services: [{engine: postgres}, {engine: redis}]
+`, i, i, runID))
+	}
+	// Kill as soon as the first containers exist, before all are Ready.
+	eventually(t, time.Minute, "the first containers", func() bool {
+		return len(dockerPS(t, "sandbox.roboco.io/instance="+instance, "sandbox.roboco.io/namespace="+ns)) > 0
+	})
+	m.kill()
+	// Credentials published before the kill must survive it.
+	secrets := map[string]map[string]string{}
+	for i := range n {
+		name := fmt.Sprintf("crash-%d", i)
+		if _, err := env.Kubectl("get", "secret", "-n", ns, name+"-sandbox"); err == nil {
+			secrets[name] = secretData(t, ns, name+"-sandbox")
+		}
+	}
+	if len(secrets) == 0 {
+		t.Fatal("no Secret existed when containers did: credentials must come first")
+	}
+	ready := strings.Count(kubectl(t, "get", "sandboxes", "-n", ns, "-o", `jsonpath={range .items[*]}{.status.conditions[?(@.type=="Ready")].status}{" "}{end}`), "True")
+	t.Logf("killed the manager with %d of %d Sandboxes Ready, %d with credentials", ready, n, len(secrets))
+
+	startManager(t)
+	kubectl(t, "wait", "-n", ns, "--for=condition=Ready", "sandbox", "--all", "--timeout=180s")
+	for i := range n {
+		name := fmt.Sprintf("crash-%d", i)
+		if got := secretData(t, ns, name+"-sandbox"); secrets[name] != nil && !equal(got, secrets[name]) {
+			t.Errorf("%s: credentials changed across the restart", name)
+		}
+		containers := dockerPS(t, "sandbox.roboco.io/namespace="+ns, "sandbox.roboco.io/name="+name)
+		if len(containers) != 2 {
+			t.Errorf("%s: %d containers, want exactly 2: %v", name, len(containers), containers)
+		}
+		connectAll(t, ns, name)
+	}
+	kubectl(t, "delete", "-n", ns, "sandboxes", "--all", "--timeout=120s")
+}
+
+// TestLeaderElection: of two managers only the leader acts; when it dies, the other
+// takes over.
+func TestLeaderElection(t *testing.T) {
+	leaderArgs := []string{"--leader-elect", "--leader-election-namespace", "default",
+		"--leader-election-id", "e2e-" + runID, "--leader-election-lease-duration", "4s",
+		"--leader-election-renew-deadline", "3s", "--leader-election-retry-period", "500ms"}
+	a := startManager(t, leaderArgs...)
+	b := startManager(t, leaderArgs...)
+	ns := newNamespace(t, "leader")
+
+	holder := func() string {
+		out, err := env.Kubectl("get", "lease", "-n", "default", "e2e-"+runID, "-o", "jsonpath={.spec.holderIdentity}")
+		if err != nil {
+			return ""
+		}
+		return out
+	}
+	eventually(t, 30*time.Second, "a leader", func() bool { return holder() != "" })
+	leader, follower := a, b
+	acquired := func(m *manager) bool { return strings.Contains(m.logText(), "Successfully acquired lease") }
+	eventually(t, 30*time.Second, "the leader to log its lease", func() bool { return acquired(a) || acquired(b) })
+	if !acquired(a) {
+		leader, follower = b, a
+	}
+	apply := func(name string) {
+		applyYAML(t, ns, fmt.Sprintf(`apiVersion: sandbox.roboco.io/v1alpha1
+kind: Sandbox
+metadata: {name: %s}
+spec:
+  agentID: %s-%s
+  owner: {policy: None}
+  services: [{engine: redis}]
+`, name, name, runID))
+	}
+	apply("first")
+	kubectl(t, "wait", "-n", ns, "--for=condition=Ready", "sandbox/first", "--timeout=120s")
+	if strings.Contains(follower.logText(), "Starting workers") || acquired(follower) {
+		t.Errorf("the follower acted while another manager led:\n%s", follower.logText())
+	}
+
+	leader.kill()
+	apply("second")
+	kubectl(t, "wait", "-n", ns, "--for=condition=Ready", "sandbox/second", "--timeout=120s")
+	if !acquired(follower) {
+		t.Error("the second manager never took the lease")
+	}
+	kubectl(t, "delete", "-n", ns, "sandboxes", "--all", "--timeout=120s")
+}
+
+func equal(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if b[k] != v {
+			return false
+		}
+	}
+	return true
+}
