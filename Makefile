@@ -60,8 +60,8 @@ test: verify-generated vet images ## Run every test suite (builds what it needs 
 	KUBEBUILDER_ASSETS="$$(hack/build-envtest.sh)" go test $(GO_TEST_FLAGS) ./...
 
 .PHONY: bench
-bench: images ## Measure create→Ready per engine and for the trio on the real engine (medians of 5, ratios), and idle Docker calls.
-	SANDBOX_BENCH=1 KUBEBUILDER_ASSETS="$$(hack/build-envtest.sh)" go test -count=1 -timeout 60m -run TestBench -v ./test/integration/ | grep -E '^(=== RUN|--- |\s+\S+_test.go|ok|FAIL)'
+bench: images ## Measure create→Ready per engine, the trio and each sample (medians of 5, ratios), idle Docker calls, and the manager's idle CPU and memory with 50 Sandboxes.
+	SANDBOX_BENCH=1 KUBEBUILDER_ASSETS="$$(hack/build-envtest.sh)" go test -p 1 -count=1 -timeout 60m -run TestBench -v ./test/integration/ ./test/e2e/ | grep -E '^(=== RUN|--- |\s+\S+_test.go|ok|FAIL)'
 
 ##@ Build
 
