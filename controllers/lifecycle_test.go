@@ -172,6 +172,19 @@ var _ = Describe("Lifecycle", func() {
 		Eventually(eventReasons(sb)).Should(ContainElement("Recreated"))
 	})
 
+	It("makes new credentials and replaces the containers when the Secret is deleted by hand", func() {
+		sb := newSandbox(ns, "lost", "lost-1", "postgres")
+		Expect(k8sClient.Create(ctx, sb)).To(Succeed())
+		before := waitReady(sb).Status.Services[0].ContainerID
+		oldPassword := secretOf(sb)["ROBOCO_TEST_DB_PASSWORD"]
+		Expect(k8sClient.Delete(ctx, &corev1Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "lost-sandbox"}})).To(Succeed())
+		Eventually(func() string { return get(sb).Status.Services[0].ContainerID }).ShouldNot(Equal(before))
+		waitReady(sb)
+		Expect(secretOf(sb)["ROBOCO_TEST_DB_PASSWORD"]).NotTo(Equal(oldPassword))
+		Expect(containersOf(host, sb)).To(HaveLen(1))
+		Eventually(eventReasons(sb)).Should(ContainElement("SecretRecreated"))
+	})
+
 	It("adds and removes services without touching the others", func() {
 		sb := newSandbox(ns, "change", "change-1", "postgres")
 		Expect(k8sClient.Create(ctx, sb)).To(Succeed())

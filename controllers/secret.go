@@ -72,6 +72,12 @@ func (r *SandboxReconciler) reconcileSecret(ctx context.Context, sb *sandboxv1.S
 	}
 
 	if !exists {
+		if sb.Status.SecretName != "" {
+			// It existed: someone deleted it. The new passwords change the containers'
+			// config hash, so they are replaced to match.
+			r.Recorder.Eventf(sb, nil, corev1.EventTypeWarning, "SecretRecreated", "Reconcile",
+				"Secret %s was deleted: new passwords are made and the service containers replaced to match", key.Name)
+		}
 		secret = &corev1.Secret{
 			ObjectMeta: metav1.ObjectMeta{Name: key.Name, Namespace: key.Namespace,
 				Labels: map[string]string{SecretLabel: sb.Name}},
