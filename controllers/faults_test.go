@@ -5,6 +5,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
@@ -75,8 +76,14 @@ var _ = Describe("Faults", func() {
 		clear := host.OnExec(fake.ExecRule{Result: dd.ExecResult{ExitCode: 2, Stderr: "psql: error: connection refused"}})
 		sb := newSandbox(ns, "probe", "probe-1", "postgres")
 		Expect(k8sClient.Create(ctx, sb)).To(Succeed())
-		Eventually(condition(sb, sandboxv1.ConditionServicesReady)).Should(Equal("False/Probing"))
-		Expect(conditionOf(sb, sandboxv1.ConditionServicesReady).Message).To(ContainSubstring("connection refused"))
+		// Probing also covers the wait for the image: wait for the probe's own words.
+		Eventually(func() string {
+			c := meta.FindStatusCondition(get(sb).Status.Conditions, sandboxv1.ConditionServicesReady)
+			if c == nil {
+				return ""
+			}
+			return c.Reason + ": " + c.Message
+		}).Should(And(HavePrefix("Probing: "), ContainSubstring("connection refused")))
 		Eventually(condition(sb, sandboxv1.ConditionServicesReady)).Should(Equal("False/ProbeTimeout"))
 		Expect(conditionOf(sb, sandboxv1.ConditionServicesReady).Message).To(ContainSubstring("did not answer within 3s"))
 		clear()
