@@ -3,7 +3,9 @@ SHELL := /usr/bin/env bash
 .SHELLFLAGS := -o pipefail -ec
 
 CONTROLLER_GEN ?= go tool controller-gen
-GO_TEST_FLAGS ?= -timeout 45m
+# Note: -count=1 because the suites depend on Docker and the control plane, which
+# Go's test cache cannot see.
+GO_TEST_FLAGS ?= -count=1 -timeout 45m
 
 .PHONY: all
 all: test
