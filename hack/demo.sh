@@ -110,15 +110,15 @@ else
 fi
 
 step "Manager (bin/manager, log $DEMO_DIR/manager.log)"
-# Note: --sweep=false because this Docker host is shared with test runs: a sweep
-# takes every sandbox container its own control plane does not know for an orphan.
+# Note: --instance because this Docker host may be shared (test runs, other demos):
+# the manager then never judges, adopts or sweeps another control plane's containers.
 MANAGER_ARGS=(
 	--kubeconfig "$KUBECONFIG_PATH"
+	--instance "$DEMO_ID"
 	--default-network "$DEMO_ID"
 	"${IMAGE_FLAGS[@]}"
 	--metrics-bind-address "$METRICS_ADDR"
 	--health-probe-bind-address "$HEALTH_ADDR"
-	--sweep=false
 	--zap-encoder console
 )
 echo "bin/manager ${MANAGER_ARGS[*]}"
