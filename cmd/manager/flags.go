@@ -138,9 +138,8 @@ func newFlagSet(s *settings, env func(string) string) *flagSet {
 	dur(&s.options.ResyncPeriod, "resync-period", s.options.ResyncPeriod,
 		"How often a settled Sandbox is checked again (±10% jitter). Docker events make changes visible at once; this is the backstop.")
 	fs.BoolVar(&s.sweep, "sweep", true,
-		"Run the orphan sweep: remove sandbox containers whose Sandbox no longer exists, and upstream's legacy containers "+
-			"whose owner container is gone, once older than the grace period. Turn it off when several control planes share "+
-			"one Docker host: each would take the other's containers for orphans.")
+		"Run the orphan sweep: remove this instance's sandbox containers whose Sandbox no longer exists, and upstream's "+
+			"legacy containers whose owner container is gone, once older than the grace period.")
 	dur(&s.options.SweepInterval, "sweep-interval", s.options.SweepInterval,
 		"How often the orphan sweep runs (±10% jitter); Docker events and Sandbox deletions trigger it in between.")
 	fs.Var(&probeDeadlinesValue{m: &s.options.ProbeDeadlines}, "probe-deadline",
