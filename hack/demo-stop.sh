@@ -5,8 +5,9 @@
 #      service containers down (stop, remove with volumes) and drops its finalizer;
 #   2. stops the manager, then the control plane (etcd and kube-apiserver);
 #   3. removes what is left with proof of ownership only: sandbox containers whose
-#      sandbox.roboco.io/uid is a demo Sandbox's UID, and containers and the network
-#      labelled sandbox.roboco.io/demo=<id> (the agent container, clients);
+#      sandbox.roboco.io/uid is a demo Sandbox's UID or whose sandbox.roboco.io/instance
+#      is the demo's (its manager runs as --instance <id>), and containers and the
+#      network labelled sandbox.roboco.io/demo=<id> (the agent container, clients);
 #   4. stops the localhost registry if the demo started it.
 # Docker itself keeps running. Logs stay in bin/demo/*.log.
 set -Eeuo pipefail
@@ -61,13 +62,15 @@ fi
 # etcd or kube-apiserver left behind (the launcher was killed): only those running
 # from the demo's binaries with the demo's state directory.
 if [ -n "$ASSETS" ] && [ -d "$DEMO_DIR/state" ]; then
-	for proc in /proc/[0-9]*; do
-		exe="$(readlink "$proc/exe" 2>/dev/null)" || continue
-		case "$exe" in "$ASSETS/etcd"|"$ASSETS/kube-apiserver") ;; *) continue ;; esac
-		if tr '\0' ' ' <"$proc/cmdline" 2>/dev/null | grep -qF -- "$DEMO_DIR/state/"; then
-			stop_pid "${proc#/proc/}" 10
-			echo "stopped a leftover $(basename "$exe") (pid ${proc#/proc/})"
-		fi
+	# Note: the API server before etcd, which it would otherwise wait for.
+	for bin in kube-apiserver etcd; do
+		for proc in /proc/[0-9]*; do
+			[ "$(readlink "$proc/exe" 2>/dev/null)" = "$ASSETS/$bin" ] || continue
+			if tr '\0' ' ' <"$proc/cmdline" 2>/dev/null | grep -qF -- "$DEMO_DIR/state/"; then
+				stop_pid "${proc#/proc/}" 10
+				echo "stopped a leftover $bin (pid ${proc#/proc/})"
+			fi
+		done
 	done
 fi
 
@@ -82,6 +85,12 @@ if [ "$have_docker" = 1 ]; then
 			echo "removed ${#ids[@]} sandbox containers of Sandbox UID $uid"
 		fi
 	done
+	# The demo's manager runs as --instance $DEMO_ID: what carries that label, it created.
+	mapfile -t ids < <(docker ps -aq --filter label=roboco.sandbox=1 --filter "label=sandbox.roboco.io/instance=$DEMO_ID")
+	if [ "${#ids[@]}" -gt 0 ]; then
+		docker rm -f -v "${ids[@]}" >/dev/null
+		echo "removed ${#ids[@]} sandbox containers of instance $DEMO_ID"
+	fi
 	mapfile -t ids < <(docker ps -aq --filter "label=$DEMO_LABEL")
 	if [ "${#ids[@]}" -gt 0 ]; then
 		docker rm -f -v "${ids[@]}" >/dev/null

@@ -15,7 +15,8 @@
 # `make demo-stop` (hack/demo-stop.sh) removes all of it, and only it: every
 # container and network the demo creates carries the label
 # sandbox.roboco.io/demo=<id>, and sandbox containers are removed by the
-# controller (or, failing that, by their Sandbox's UID).
+# controller (or, failing that, by their Sandbox's UID or the manager's instance
+# label, sandbox.roboco.io/instance=<id>).
 #
 # Environment: SANDBOX_DEMO_SAMPLE (default config/samples/sandbox_v1alpha1_trio.yaml),
 # SANDBOX_DEMO_ID (default sandbox-demo: the network's name and the label's value),
