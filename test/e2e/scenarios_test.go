@@ -53,6 +53,10 @@ func TestKubectlUser(t *testing.T) {
 		{"sandbox_v1alpha1_trio.yaml", "demo-trio"},
 	} {
 		t.Run(sample.name, func(t *testing.T) {
+			// The samples' agentIDs name Docker containers, one per host.
+			if held := strings.Fields(docker(t, "ps", "-a", "--format", "{{.Names}}", "--filter", "name=roboco-sandbox-.*-"+sample.name+"$")); len(held) > 0 {
+				t.Fatalf("containers %v already use the sample's agentID on this Docker host (is `make demo` running? `make demo-stop` ends it)", held)
+			}
 			// The samples' Sandboxes live as long as their agent container.
 			startOwner(t, "roboco-agent-"+sample.name)
 			start := time.Now()
