@@ -21,6 +21,7 @@ import (
 	"syscall"
 	"time"
 
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 )
 
@@ -85,7 +86,7 @@ func run() error {
 	defer stop()
 
 	t0 := time.Now()
-	cfg, err := te.Start()
+	cfg, err := start(te)
 	if err != nil {
 		_ = te.Stop()
 		return fmt.Errorf("starting etcd and kube-apiserver from %s: %w", assets, err)
@@ -105,6 +106,17 @@ func run() error {
 	}
 	fmt.Println("control plane stopped")
 	return nil
+}
+
+// start is te.Start, with a panic turned into an error so that the caller still
+// stops whatever had started (envtest panics on some failures, leaving etcd behind).
+func start(te *envtest.Environment) (cfg *rest.Config, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("envtest panicked: %v", p)
+		}
+	}()
+	return te.Start()
 }
 
 // writeFileAtomic writes data to path through a temporary file, so a reader that
