@@ -223,14 +223,14 @@ func (r *SandboxReconciler) reconcileService(ctx context.Context, sb *sandboxv1.
 			if err := r.Driver.Remove(ctx, c.ID, r.Options.StopTimeout); err != nil {
 				return res.dockerFailed(err, "removing the exited container "+c.Name)
 			}
-			res.events = append(res.events, serviceEvent{"Warning", "Recreated",
+			res.events = append(res.events, serviceEvent{"Normal", "Recreated",
 				redact(exitMsg) + "; recreating it with the same credentials"})
 		}
 		current, recreating = nil, true
 	}
 	if current == nil && prev.ContainerID != "" && !recreating {
 		recreating = true
-		res.events = append(res.events, serviceEvent{"Warning", "Recreated",
+		res.events = append(res.events, serviceEvent{"Normal", "Recreated",
 			fmt.Sprintf("%s: container %s vanished; recreating it with the same credentials", e.Name(), svc.container.Name)})
 	}
 	if recreating {
