@@ -44,7 +44,7 @@ func TestBenchSamples(t *testing.T) {
 			kubectl(t, "wait", "-n", ns, "--for=condition=Ready", "sandbox/"+s.name, "--timeout=180s")
 			results[s.name] = append(results[s.name], time.Since(start))
 			kubectl(t, "delete", "-n", ns, "sandbox", s.name, "--timeout=60s")
-			docker(t, "rm", "-f", "roboco-agent-"+s.name)
+			docker(t, "rm", "-fv", "roboco-agent-"+s.name)
 			_ = round
 		}
 	}

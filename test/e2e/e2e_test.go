@@ -231,8 +231,10 @@ func dockerPS(t *testing.T, labels ...string) []string {
 // startOwner starts a stand-in agent container (an owner) on the network.
 func startOwner(t *testing.T, name string) {
 	t.Helper()
+	// Note: a tmpfs over the image's VOLUME, so a `docker rm -f` (without -v), as a
+	// user removes an agent, leaves no anonymous volume behind.
 	out, err := exec.Command("docker", "run", "-d", "--name", name, "--label", testLabel+"="+runID,
-		"--network", network, "--entrypoint", "sleep", images["REDIS_IMAGE"], "infinity").CombinedOutput()
+		"--network", network, "--tmpfs", "/data", "--entrypoint", "sleep", images["REDIS_IMAGE"], "infinity").CombinedOutput()
 	if err != nil {
 		t.Fatalf("starting owner %s: %v: %s", name, err, out)
 	}

@@ -172,6 +172,7 @@ func TestOwnerGone(t *testing.T) {
 	startManager(t)
 	ns := newNamespace(t, "owner")
 	owner := "sbx-e2e-agent-" + runID
+	volumesBefore := volumes(t)
 	startOwner(t, owner)
 	applyYAML(t, ns, fmt.Sprintf(`apiVersion: sandbox.roboco.io/v1alpha1
 kind: Sandbox
@@ -197,6 +198,11 @@ spec:
 		t.Errorf("deleted %s after the owner left, before the 5s grace period", gone)
 	}
 	t.Logf("owner removed → containers gone: %s (grace 5s)", gone.Round(time.Millisecond))
+	for v := range volumes(t) {
+		if !volumesBefore[v] {
+			t.Errorf("volume %s left behind", v)
+		}
+	}
 }
 
 // TestKilledManagerConverges: SIGKILL the manager while 5 Sandboxes provision; a new
