@@ -90,6 +90,22 @@ var _ = Describe("Faults", func() {
 		Eventually(condition(sb, sandboxv1.ConditionReady), 30*time.Second).Should(Equal("True/Ready"))
 	})
 
+	It("never quotes a password in a condition, even when a tool prints it", func() {
+		start()
+		host.mu.Lock()
+		host.leak = true
+		host.mu.Unlock()
+		sb := newSandbox(ns, "leak", "leak-1", "postgres")
+		Expect(k8sClient.Create(ctx, sb)).To(Succeed())
+		Eventually(func() string {
+			if c := meta.FindStatusCondition(get(sb).Status.Conditions, sandboxv1.ConditionServicesReady); c != nil {
+				return c.Message
+			}
+			return ""
+		}).Should(ContainSubstring("odd tool quoting its password <redacted>"))
+		Expect(toJSON(get(sb).Status)).NotTo(ContainSubstring(secretOf(sb)["ROBOCO_TEST_DB_PASSWORD"]))
+	})
+
 	It("names the features missing after activation, and recovers when they appear", func() {
 		start()
 		clear := host.breakExtension("postgis")

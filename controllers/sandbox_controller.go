@@ -185,7 +185,8 @@ func (r *SandboxReconciler) reconcileServices(ctx context.Context, sb *sandboxv1
 	var wg sync.WaitGroup
 	for i, spec := range specs {
 		wg.Go(func() {
-			results[i] = r.reconcileService(ctx, sb, spec, passwords[spec.engine.Name()], prev[spec.engine.Name()], byEngine[spec.engine.Name()])
+			password := passwords[spec.engine.Name()]
+			results[i] = r.reconcileService(ctx, sb, spec, password, prev[spec.engine.Name()], byEngine[spec.engine.Name()]).redacted(password)
 		})
 	}
 	wg.Wait()

@@ -181,7 +181,6 @@ func (r *SandboxReconciler) reconcileService(ctx context.Context, sb *sandboxv1.
 		Restarts:      prev.Restarts,
 	}}
 	res.images = okPart(sandboxv1.ReasonPresent)
-	redact := func(s string) string { return strings.ReplaceAll(s, password, "<redacted>") }
 
 	var current *dd.ContainerSummary
 	for i := range ours {
@@ -215,7 +214,7 @@ func (r *SandboxReconciler) reconcileService(ctx context.Context, sb *sandboxv1.
 			exitMsg := r.exitMessage(ctx, c)
 			if wait := restartBackoff(res.status.Restarts) - time.Since(c.FinishedAt); wait > 0 {
 				res.status.ContainerID = c.ID
-				res.containers = part{reason: sandboxv1.ReasonExited, message: redact(exitMsg) + fmt.Sprintf("; recreating in %s", wait.Round(time.Second))}
+				res.containers = part{reason: sandboxv1.ReasonExited, message: exitMsg + fmt.Sprintf("; recreating in %s", wait.Round(time.Second))}
 				res.probes = part{reason: sandboxv1.ReasonProbing, message: e.Name() + " is not running"}
 				res.after(wait)
 				return res
@@ -224,7 +223,7 @@ func (r *SandboxReconciler) reconcileService(ctx context.Context, sb *sandboxv1.
 				return res.dockerFailed(err, "removing the exited container "+c.Name)
 			}
 			res.events = append(res.events, serviceEvent{"Normal", "Recreated",
-				redact(exitMsg) + "; recreating it with the same credentials"})
+				exitMsg + "; recreating it with the same credentials"})
 		}
 		current, recreating = nil, true
 	}
@@ -242,7 +241,7 @@ func (r *SandboxReconciler) reconcileService(ctx context.Context, sb *sandboxv1.
 		pull := r.pulls.ensure(ctx, svc.image, types.NamespacedName{Namespace: sb.Namespace, Name: sb.Name})
 		switch {
 		case pull.err != nil:
-			res.images = part{reason: sandboxv1.ReasonPullFailed, message: redact(pull.err.Error()) +
+			res.images = part{reason: sandboxv1.ReasonPullFailed, message: pull.err.Error() +
 				fmt.Sprintf("; retrying in %s", pull.retryIn.Round(time.Second))}
 			if errors.Is(pull.err, dd.ErrUnavailable) {
 				res.images.reason = sandboxv1.ReasonDockerUnavailable
@@ -268,9 +267,7 @@ func (r *SandboxReconciler) reconcileService(ctx context.Context, sb *sandboxv1.
 		case errors.As(err, &conflict):
 			return r.nameConflict(ctx, res, conflict)
 		case err != nil:
-			res = res.dockerFailed(err, "creating "+svc.container.Name)
-			res.containers.message = redact(res.containers.message)
-			return res
+			return res.dockerFailed(err, "creating "+svc.container.Name)
 		}
 	} else {
 		if prev.Ready && prev.ContainerID == current.ID && slices.Equal(featureStrings(prev.Features), svc.features) {
@@ -312,7 +309,6 @@ func (r *SandboxReconciler) reconcileService(ctx context.Context, sb *sandboxv1.
 func (r *SandboxReconciler) probeService(ctx context.Context, sb *sandboxv1.Sandbox, svc serviceSpec, password string,
 	prev sandboxv1.ServiceStatus, c dd.Container, addr string, res serviceResult) serviceResult {
 	e := svc.engine
-	redact := func(s string) string { return strings.ReplaceAll(s, password, "<redacted>") }
 	alreadyAnswered := prev.Ready && prev.ContainerID == c.ID
 	if !alreadyAnswered {
 		step := e.Probe(password, addr)
@@ -329,12 +325,12 @@ func (r *SandboxReconciler) probeService(ctx context.Context, sb *sandboxv1.Sand
 			}
 			deadline := c.StartedAt.Add(r.Options.probeDeadline(e))
 			if time.Now().Before(deadline) {
-				res.probes = part{reason: sandboxv1.ReasonProbing, message: redact(fmt.Sprintf("%s has not answered yet (%s of %s): %s",
-					e.Name(), time.Since(c.StartedAt).Round(time.Second), r.Options.probeDeadline(e), detail))}
+				res.probes = part{reason: sandboxv1.ReasonProbing, message: fmt.Sprintf("%s has not answered yet (%s of %s): %s",
+					e.Name(), time.Since(c.StartedAt).Round(time.Second), r.Options.probeDeadline(e), detail)}
 				res.after(probeInterval)
 			} else {
-				res.probes = part{reason: sandboxv1.ReasonProbeTimeout, message: redact(fmt.Sprintf("%s did not answer within %s: %s",
-					e.Name(), r.Options.probeDeadline(e), detail))}
+				res.probes = part{reason: sandboxv1.ReasonProbeTimeout, message: fmt.Sprintf("%s did not answer within %s: %s",
+					e.Name(), r.Options.probeDeadline(e), detail)}
 				res.after(probeLateInterval)
 			}
 			return res
@@ -344,7 +340,7 @@ func (r *SandboxReconciler) probeService(ctx context.Context, sb *sandboxv1.Sand
 	featuresVerified := alreadyAnswered && slices.Equal(featureStrings(prev.Features), svc.features)
 	if len(svc.features) > 0 && !featuresVerified {
 		if msg := r.activateFeatures(ctx, svc, password, c, addr); msg != "" {
-			res.probes = part{reason: sandboxv1.ReasonFeatureVerifyFailed, message: redact(msg)}
+			res.probes = part{reason: sandboxv1.ReasonFeatureVerifyFailed, message: msg}
 			res.after(featureRetry)
 			return res
 		}
@@ -437,6 +433,23 @@ func (r *SandboxReconciler) nameConflict(ctx context.Context, res serviceResult,
 	res.containers = part{reason: sandboxv1.ReasonCreating, message: "removed a stale container holding " + conflict.Name}
 	res.probes = part{reason: sandboxv1.ReasonProbing, message: "waiting for the container"}
 	res.after(10 * time.Millisecond)
+	return res
+}
+
+// redacted removes a password from every message and event of the result: output of
+// the engines' tools and Docker's errors are quoted in conditions and events.
+func (res serviceResult) redacted(password string) serviceResult {
+	if password == "" {
+		return res
+	}
+	hide := func(s string) string { return strings.ReplaceAll(s, password, "<redacted>") }
+	res.images.message = hide(res.images.message)
+	res.containers.message = hide(res.containers.message)
+	res.probes.message = hide(res.probes.message)
+	res.events = slices.Clone(res.events)
+	for i := range res.events {
+		res.events[i].message = hide(res.events[i].message)
+	}
 	return res
 }
 

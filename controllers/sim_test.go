@@ -23,6 +23,8 @@ type engineSim struct {
 	broken map[string]bool
 	// crash makes new containers of an image exit at once with this code and log.
 	crash map[string]crash
+	// leak makes psql answer with an error that quotes the password it was given.
+	leak bool
 	// inflight counts concurrent creates and execs; peak keeps the most seen at once.
 	inflight, peak map[string]int
 }
@@ -114,6 +116,12 @@ func (s *engineSim) Exec(ctx context.Context, id string, spec dd.ExecSpec) (dd.E
 	denied := dd.ExecResult{ExitCode: 2, Stderr: "authentication failed"}
 	switch spec.Cmd[0] {
 	case "psql":
+		s.mu.Lock()
+		leak := s.leak
+		s.mu.Unlock()
+		if leak {
+			return dd.ExecResult{ExitCode: 2, Stderr: "FATAL: odd tool quoting its password " + spec.Env["PGPASSWORD"]}, nil
+		}
 		if spec.Env["PGPASSWORD"] != env["POSTGRES_PASSWORD"] || env["POSTGRES_PASSWORD"] == "" {
 			return denied, nil
 		}
