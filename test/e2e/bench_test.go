@@ -96,14 +96,8 @@ func TestBenchIdleManager(t *testing.T) {
 	baseCPU, baseRSS := idle(t, m, window)
 
 	for i := range n {
-		applyYAML(t, ns, fmt.Sprintf(`apiVersion: sandbox.roboco.io/v1alpha1
-kind: Sandbox
-metadata: {name: idle-%d}
-spec:
-  agentID: idle-%d-%s
-  owner: {policy: None}
-  services: [{engine: redis, resources: {memory: 64Mi, cpu: 250m}}]
-`, i, i, runID))
+		applyYAML(t, ns, sandboxYAML(fmt.Sprintf("idle-%d", i), fmt.Sprintf("idle-%d-%s", i, runID),
+			"{policy: None}", "[{engine: redis, resources: {memory: 64Mi, cpu: 250m}}]"))
 	}
 	kubectl(t, "wait", "-n", ns, "--for=condition=Ready", "sandbox", "--all", "--timeout=600s")
 	time.Sleep(5 * time.Second)

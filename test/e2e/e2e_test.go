@@ -267,3 +267,10 @@ func applyYAML(t *testing.T, ns, manifest string) {
 	}
 	kubectl(t, "apply", "-n", ns, "-f", f)
 }
+
+// sandboxYAML is a Sandbox manifest as a user writes one; owner and services are
+// YAML flow values, e.g. "{policy: None}" and "[{engine: redis}]".
+func sandboxYAML(name, agentID, owner, services string) string {
+	return fmt.Sprintf("apiVersion: sandbox.roboco.io/v1alpha1\nkind: Sandbox\nmetadata: {name: %s}\nspec:\n  agentID: %s\n  owner: %s\n  services: %s\n",
+		name, agentID, owner, services)
+}

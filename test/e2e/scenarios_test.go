@@ -174,14 +174,7 @@ func TestOwnerGone(t *testing.T) {
 	owner := "sbx-e2e-agent-" + runID
 	volumesBefore := volumes(t)
 	startOwner(t, owner)
-	applyYAML(t, ns, fmt.Sprintf(`apiVersion: sandbox.roboco.io/v1alpha1
-kind: Sandbox
-metadata: {name: owned}
-spec:
-  agentID: owned-%s
-  owner: {containerName: %s, gracePeriod: 5s}
-  services: [{engine: redis}]
-`, runID, owner))
+	applyYAML(t, ns, sandboxYAML("owned", "owned-"+runID, "{containerName: "+owner+", gracePeriod: 5s}", "[{engine: redis}]"))
 	kubectl(t, "wait", "-n", ns, "--for=condition=Ready", "sandbox/owned", "--timeout=120s")
 	uid := kubectl(t, "get", "sandbox", "owned", "-n", ns, "-o", "jsonpath={.metadata.uid}")
 	docker(t, "rm", "-f", owner)
@@ -212,14 +205,8 @@ func TestKilledManagerConverges(t *testing.T) {
 	ns := newNamespace(t, "crash")
 	const n = 5
 	for i := range n {
-		applyYAML(t, ns, fmt.Sprintf(`apiVersion: sandbox.roboco.io/v1alpha1
-kind: Sandbox
-metadata: {name: crash-%d}
-spec:
-  agentID: crash-%d-%s
-  owner: {policy: None}
-  services: [{engine: postgres}, {engine: redis}]
-`, i, i, runID))
+		applyYAML(t, ns, sandboxYAML(fmt.Sprintf("crash-%d", i), fmt.Sprintf("crash-%d-%s", i, runID),
+			"{policy: None}", "[{engine: postgres}, {engine: redis}]"))
 	}
 	// Kill as soon as the first containers exist, before all are Ready.
 	eventually(t, time.Minute, "the first containers", func() bool {
@@ -281,14 +268,7 @@ func TestLeaderElection(t *testing.T) {
 		leader, follower = b, a
 	}
 	apply := func(name string) {
-		applyYAML(t, ns, fmt.Sprintf(`apiVersion: sandbox.roboco.io/v1alpha1
-kind: Sandbox
-metadata: {name: %s}
-spec:
-  agentID: %s-%s
-  owner: {policy: None}
-  services: [{engine: redis}]
-`, name, name, runID))
+		applyYAML(t, ns, sandboxYAML(name, name+"-"+runID, "{policy: None}", "[{engine: redis}]"))
 	}
 	apply("first")
 	kubectl(t, "wait", "-n", ns, "--for=condition=Ready", "sandbox/first", "--timeout=120s")
