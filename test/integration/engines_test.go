@@ -126,6 +126,11 @@ func TestEngineImages(t *testing.T) {
 // TestPostgresProbeIgnoresTheInitServer starts postgres with a widened init phase and
 // probes every 50 ms from the first instant: the temporary server answers on the
 // socket (a naive probe passes), but our probe must not pass until init is over.
+//
+// "During init" is judged by time, not by reading the logs before each probe: init
+// can end between the log read and the probe, and the real server then answers
+// within milliseconds. A probe that returned success before the entrypoint logged
+// "init process complete" can only have talked to the temporary server.
 func TestPostgresProbeIgnoresTheInitServer(t *testing.T) {
 	h := newHost(t)
 	plain, _ := images(t)
@@ -137,33 +142,60 @@ func TestPostgresProbeIgnoresTheInitServer(t *testing.T) {
 	probe := e.Probe(password, addr)
 	naive := []string{"pg_isready", "-q"} // the socket, as upstream probed
 
-	naivePassedDuringInit := false
+	var naivePassedAt, passedAt time.Time
 	deadline := time.Now().Add(e.ProbeDeadline())
-	for attempt := 0; time.Now().Before(deadline); attempt++ {
-		logs, err := h.driver.LogsTail(context.Background(), c.ID, 200)
-		if err != nil {
-			t.Fatal(err)
+	for attempt := 0; passedAt.IsZero(); attempt++ {
+		if time.Now().After(deadline) {
+			t.Fatalf("postgres never answered within %s", e.ProbeDeadline())
 		}
-		initOver := strings.Contains(logs, "init process complete")
 		res, err := h.driver.Exec(context.Background(), c.ID, dd.ExecSpec{Cmd: probe.Argv, Env: probe.Env, Timeout: probe.Timeout})
 		if err == nil && probe.Passed(res.ExitCode, res.Stdout) {
-			if !initOver {
-				t.Fatalf("attempt %d: the probe passed while only the init server ran", attempt)
-			}
-			if !naivePassedDuringInit {
-				t.Fatal("the socket probe never passed during init: the trap was not reproduced")
-			}
-			t.Logf("probe passed after %d attempts, %s after start; the socket probe had passed during init",
-				attempt, time.Since(c.StartedAt).Round(time.Millisecond))
-			connect(t, e, addr, password)
-			return
+			passedAt = time.Now()
+			t.Logf("probe passed after %d attempts, %s after start", attempt, passedAt.Sub(c.StartedAt).Round(time.Millisecond))
+			break
 		}
-		if !initOver {
+		if naivePassedAt.IsZero() {
 			if r, err := h.driver.Exec(context.Background(), c.ID, dd.ExecSpec{Cmd: naive, Timeout: 5 * time.Second}); err == nil && r.ExitCode == 0 {
-				naivePassedDuringInit = true
+				naivePassedAt = time.Now()
 			}
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	t.Fatalf("postgres never answered within %s", e.ProbeDeadline())
+
+	initDone := initCompletedAt(t, h, c.ID)
+	if passedAt.Before(initDone) {
+		t.Fatalf("the probe passed at %s, while only the init server ran (init completed at %s)",
+			passedAt.UTC().Format(time.StampMilli), initDone.UTC().Format(time.StampMilli))
+	}
+	if naivePassedAt.IsZero() || !naivePassedAt.Before(initDone) {
+		t.Fatal("the socket probe never passed during init: the trap was not reproduced")
+	}
+	t.Logf("the socket probe passed %s before init completed; ours %s after",
+		initDone.Sub(naivePassedAt).Round(time.Millisecond), passedAt.Sub(initDone).Round(time.Millisecond))
+	connect(t, e, addr, password)
+}
+
+// initCompletedAt waits for the entrypoint's "init process complete" line and
+// returns the time it stamped on it (the container shares the host's clock).
+func initCompletedAt(t *testing.T, h *host, id string) time.Time {
+	t.Helper()
+	for end := time.Now().Add(30 * time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+		logs, err := h.driver.LogsTail(context.Background(), id, 200)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(logs, "\n") {
+			if !strings.Contains(line, "[entrypoint] PostgreSQL init process complete") {
+				continue
+			}
+			stamp, _, _ := strings.Cut(line, " ")
+			at, err := time.Parse("2006-01-02T15:04:05.000Z", stamp)
+			if err != nil {
+				t.Fatalf("unreadable entrypoint timestamp in %q: %v", line, err)
+			}
+			return at
+		}
+	}
+	t.Fatal("the entrypoint never logged that init completed")
+	return time.Time{}
 }
