@@ -115,10 +115,8 @@ func TestEngineImages(t *testing.T) {
 		if left := h.leftovers(t, map[string]string{testLabel: runID}); len(left) > 0 {
 			t.Errorf("containers left behind: %v", left)
 		}
-		for v := range h.volumes(t) {
-			if !volumesBefore[v] {
-				t.Errorf("volume %s left behind", v)
-			}
+		if left := h.leakedVolumes(t, volumesBefore); len(left) > 0 {
+			t.Errorf("volumes left behind: %v", left)
 		}
 	})
 }

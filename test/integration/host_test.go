@@ -114,9 +114,10 @@ func (h *host) forgetImage(t *testing.T, ref string) {
 }
 
 // volumes lists the names of all volumes on the host.
+// volumes lists the daemon's dangling volumes: those no container uses.
 func (h *host) volumes(t *testing.T) map[string]bool {
 	t.Helper()
-	res, err := h.cli.VolumeList(context.Background(), client.VolumeListOptions{})
+	res, err := h.cli.VolumeList(context.Background(), client.VolumeListOptions{Filters: client.Filters{}.Add("dangling", "true")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,6 +126,27 @@ func (h *host) volumes(t *testing.T) map[string]bool {
 		out[v.Name] = true
 	}
 	return out
+}
+
+// leakedVolumes reports volumes that no container uses and that were not already
+// unused in before (a set from h.volumes). Only dangling volumes count: other
+// packages' tests run beside these on the same daemon and hold volumes of their
+// own. A volume dangling only while its container is being removed is not a leak,
+// so an answer must hold for a few seconds.
+func (h *host) leakedVolumes(t *testing.T, before map[string]bool) []string {
+	t.Helper()
+	var leaked []string
+	for end := time.Now().Add(3 * time.Second); ; time.Sleep(250 * time.Millisecond) {
+		leaked = leaked[:0]
+		for v := range h.volumes(t) {
+			if !before[v] {
+				leaked = append(leaked, v)
+			}
+		}
+		if len(leaked) == 0 || time.Now().After(end) {
+			return leaked
+		}
+	}
 }
 
 // leftovers lists containers carrying labels.
