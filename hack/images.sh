@@ -62,10 +62,12 @@ esac
 
 mkdir -p "$OUT/cache" "$OUT/logs" "$OUT/ctx"
 # Note: make test, the demo and people run this concurrently; one at a time.
+# Daemons started below (dockerd, the registry) must not inherit fd 9: they would
+# hold the lock for as long as they run. Hence the `9>&-` on their command lines.
 exec 9>"$OUT/.lock"
 if ! flock -n 9; then
-	log "another hack/images.sh is running; waiting for it"
-	flock 9
+	log "another hack/images.sh is running; waiting for it (at most 30 minutes)"
+	flock -w 1800 9 || die "$OUT/.lock is still held after 30 minutes; see \`fuser -v $OUT/.lock\`"
 fi
 
 sha() { sha256sum | cut -c1-64; }
@@ -82,7 +84,7 @@ hash_files() {
 ensure_docker() {
 	if ! docker version >/dev/null 2>&1; then
 		log "starting the Docker engine (hack/ensure-docker.sh)"
-		"$ROOT/hack/ensure-docker.sh"
+		"$ROOT/hack/ensure-docker.sh" 9>&-
 	fi
 }
 
@@ -167,7 +169,7 @@ ensure_registry() {
 	fi
 	log "starting registry on $REG (in memory; log $logf)"
 	# Note: the registry must outlive this script (make images; then tests pull).
-	setsid nohup "$REGISTRY_BIN" -port "$port" >>"$logf" 2>&1 </dev/null &
+	setsid nohup "$REGISTRY_BIN" -port "$port" >>"$logf" 2>&1 </dev/null 9>&- &
 	echo $! >"$pidfile"
 	for _ in $(seq 1 50); do
 		registry_up && { REGISTRY_STARTED=1; return 0; }
