@@ -3,14 +3,11 @@ package e2e
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/roboco-sandbox/sandbox-controller/internal/testenv"
 )
 
 func benchOnly(t *testing.T) {
@@ -36,16 +33,16 @@ func TestBenchSamples(t *testing.T) {
 		{"sandbox_v1alpha1_features.yaml", "demo-features"},
 	}
 	results := map[string][]time.Duration{}
-	for round := range 5 {
+	for range 5 {
 		for _, s := range samples {
-			startOwner(t, fmt.Sprintf("roboco-agent-%s", s.name))
+			manifest, agentID := sampleManifest(t, s.file)
+			startOwner(t, "roboco-agent-"+agentID)
 			start := time.Now()
-			kubectl(t, "apply", "-n", ns, "-f", filepath.Join(testenv.Root(), "config", "samples", s.file))
+			applyYAML(t, ns, manifest)
 			kubectl(t, "wait", "-n", ns, "--for=condition=Ready", "sandbox/"+s.name, "--timeout=180s")
 			results[s.name] = append(results[s.name], time.Since(start))
 			kubectl(t, "delete", "-n", ns, "sandbox", s.name, "--timeout=60s")
-			docker(t, "rm", "-fv", "roboco-agent-"+s.name)
-			_ = round
+			docker(t, "rm", "-fv", "roboco-agent-"+agentID)
 		}
 	}
 	for _, s := range samples {

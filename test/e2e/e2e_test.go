@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -266,6 +267,25 @@ func applyYAML(t *testing.T, ns, manifest string) {
 		t.Fatal(err)
 	}
 	kubectl(t, "apply", "-n", ns, "-f", f)
+}
+
+var agentIDLine = regexp.MustCompile(`(?m)^(\s+agentID:\s*)(\S+)\s*$`)
+
+// sampleManifest is a config/samples file as a user applies it, with its agentID
+// made unique to this run: agentIDs name Docker containers, one per host, and
+// `make demo` applies the same samples on the same daemon.
+func sampleManifest(t *testing.T, file string) (manifest, agentID string) {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(testenv.Root(), "config", "samples", file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := agentIDLine.FindAllStringSubmatch(string(raw), -1)
+	if len(found) != 1 {
+		t.Fatalf("%s: want one spec.agentID line, found %d", file, len(found))
+	}
+	agentID = found[0][2] + "-" + runID
+	return agentIDLine.ReplaceAllString(string(raw), "${1}"+agentID), agentID
 }
 
 // sandboxYAML is a Sandbox manifest as a user writes one; owner and services are

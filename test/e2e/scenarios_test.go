@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -18,7 +17,6 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/roboco-sandbox/sandbox-controller/internal/testclients"
-	"github.com/roboco-sandbox/sandbox-controller/internal/testenv"
 )
 
 var sandboxes = schema.GroupVersionResource{Group: "sandbox.roboco.io", Version: "v1alpha1", Resource: "sandboxes"}
@@ -53,14 +51,11 @@ func TestKubectlUser(t *testing.T) {
 		{"sandbox_v1alpha1_trio.yaml", "demo-trio"},
 	} {
 		t.Run(sample.name, func(t *testing.T) {
-			// The samples' agentIDs name Docker containers, one per host.
-			if held := strings.Fields(docker(t, "ps", "-a", "--format", "{{.Names}}", "--filter", "name=roboco-sandbox-.*-"+sample.name+"$")); len(held) > 0 {
-				t.Fatalf("containers %v already use the sample's agentID on this Docker host (is `make demo` running? `make demo-stop` ends it)", held)
-			}
+			manifest, agentID := sampleManifest(t, sample.file)
 			// The samples' Sandboxes live as long as their agent container.
-			startOwner(t, "roboco-agent-"+sample.name)
+			startOwner(t, "roboco-agent-"+agentID)
 			start := time.Now()
-			kubectl(t, "apply", "-n", ns, "-f", filepath.Join(testenv.Root(), "config", "samples", sample.file))
+			applyYAML(t, ns, manifest)
 			kubectl(t, "wait", "-n", ns, "--for=condition=Ready", "sandbox/"+sample.name, "--timeout=180s")
 			t.Logf("kubectl apply → Ready: %s", time.Since(start).Round(time.Millisecond))
 
