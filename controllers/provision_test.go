@@ -108,6 +108,24 @@ var _ = Describe("Provisioning", func() {
 			"ROBOCO_TEST_MONGO_PASSWORD", "ROBOCO_TEST_MONGO_AUTH_DB"}),
 	)
 
+	It("publishes a host that resolvers accept for the longest agentID", func() {
+		agentID := strings.Repeat("a", 54) + "-agent-01" // 63 characters, the API's limit
+		sb := newSandbox(ns, "long", agentID, "postgres", "redis", "mongo")
+		Expect(k8sClient.Create(ctx, sb)).To(Succeed())
+		got := waitReady(sb)
+		secret := secretOf(sb)
+		hostKeys := map[sandboxv1.Engine]string{"postgres": "ROBOCO_TEST_DB_HOST", "redis": "ROBOCO_TEST_REDIS_HOST", "mongo": "ROBOCO_TEST_MONGO_HOST"}
+		for _, s := range got.Status.Services {
+			Expect(len(s.ContainerName)).To(BeNumerically(">", 63), "the container keeps upstream's name")
+			Expect(len(s.Host)).To(BeNumerically("<=", 63), "%s: a DNS label", s.Engine)
+			Expect(s.Host).To(HavePrefix("roboco-sandbox-"))
+			Expect(secret[hostKeys[s.Engine]]).To(Equal(s.Host), "the Secret publishes the status' host")
+			c, ok := host.Peek(s.ContainerID)
+			Expect(ok).To(BeTrue())
+			Expect(c.Networks[testNetwork].Aliases).To(ContainElements(s.ContainerName, s.Host))
+		}
+	})
+
 	It("activates and verifies features on the kitchen-sink images", func() {
 		sb := newSandbox(ns, "features", "feat-1")
 		sb.Spec.Services = []sandboxv1.ServiceSpec{

@@ -220,18 +220,6 @@ func (r *SandboxReconciler) reconcileServices(ctx context.Context, sb *sandboxv1
 	return result, nil
 }
 
-// hostsOf returns the hosts to publish that differ from the container names: IPs of
-// services on the default bridge.
-func hostsOf(sb *sandboxv1.Sandbox) map[string]string {
-	hosts := map[string]string{}
-	for _, s := range sb.Status.Services {
-		if s.Host != "" && s.Host != s.ContainerName {
-			hosts[string(s.Engine)] = s.Host
-		}
-	}
-	return hosts
-}
-
 // report emits events for milestones and for conditions that turned to a failure,
 // once per transition rather than every pass.
 func (r *SandboxReconciler) report(ctx context.Context, sb *sandboxv1.Sandbox, results []serviceResult, wasReady bool, old map[string]string) {

@@ -64,7 +64,7 @@ func (r *SandboxReconciler) reconcileSecret(ctx context.Context, sb *sandboxv1.S
 		e, _ := engine.Lookup(name)
 		host := hosts[name]
 		if host == "" {
-			host = engine.ContainerName(e, sb.Spec.AgentID)
+			host = engine.HostName(e, sb.Spec.AgentID)
 		}
 		for k, v := range e.Publish(host, pw) {
 			data[k] = []byte(v)
@@ -99,4 +99,17 @@ func (r *SandboxReconciler) reconcileSecret(ctx context.Context, sb *sandboxv1.S
 		}
 	}
 	return passwords, nil
+}
+
+// hostsOf returns the hosts to publish that differ from the names on the service
+// network: IPs of services on the default bridge.
+func hostsOf(sb *sandboxv1.Sandbox) map[string]string {
+	hosts := map[string]string{}
+	for _, s := range sb.Status.Services {
+		e, ok := engine.Lookup(string(s.Engine))
+		if s.Host != "" && (!ok || s.Host != engine.HostName(e, sb.Spec.AgentID)) {
+			hosts[string(s.Engine)] = s.Host
+		}
+	}
+	return hosts
 }

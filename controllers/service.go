@@ -140,6 +140,9 @@ func (r *SandboxReconciler) resolveService(sb *sandboxv1.Sandbox, svc sandboxv1.
 	}
 	if network != "" {
 		spec.Aliases = []string{name}
+		if host := engine.HostName(e, sb.Spec.AgentID); host != name {
+			spec.Aliases = append(spec.Aliases, host)
+		}
 	}
 	spec.Labels[LabelConfigHash] = configHash(spec)
 	return serviceSpec{engine: e, features: features, image: image, network: network, container: spec}, nil
@@ -164,6 +167,11 @@ func configHash(s dd.ContainerSpec) string {
 		}
 	}
 	write(fmt.Sprint(s.MemoryBytes, s.NanoCPUs, s.PidsLimit))
+	if len(s.Aliases) > 1 {
+		// Only then: the hash of every container made before the host alias existed
+		// stays the same, and those that need the alias are replaced to get it.
+		write(s.Aliases[1:]...)
+	}
 	return hex.EncodeToString(h.Sum(nil))[:16]
 }
 
@@ -176,7 +184,7 @@ func (r *SandboxReconciler) reconcileService(ctx context.Context, sb *sandboxv1.
 		Engine:        sandboxv1.Engine(e.Name()),
 		ContainerName: svc.container.Name,
 		Image:         svc.image,
-		Host:          svc.container.Name,
+		Host:          engine.HostName(e, sb.Spec.AgentID),
 		Port:          int32(e.Port()),
 		Restarts:      prev.Restarts,
 	}}

@@ -58,7 +58,7 @@ type SandboxSpec struct {
 	Services []ServiceSpec `json:"services"`
 
 	// network is the Docker network the service containers join, with their
-	// container name as DNS alias. Default: the manager's --default-network.
+	// published host as DNS alias. Default: the manager's --default-network.
 	// +optional
 	// +kubebuilder:validation:MaxLength=128
 	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-zA-Z0-9][a-zA-Z0-9_.-]*$')",message="network must be a Docker network name: letters, digits, '_', '.' and '-', starting with a letter or digit"
@@ -183,7 +183,9 @@ type ServiceStatus struct {
 	// image is the image the container runs.
 	// +optional
 	Image string `json:"image,omitempty"`
-	// host is the name agents on the same Docker network connect to.
+	// host is the name agents on the same Docker network connect to: the
+	// container name, or a 63-character alias when that name is longer than a
+	// DNS label. On Docker's default bridge, the container's IP.
 	// +optional
 	Host string `json:"host,omitempty"`
 	// port is the service's port on host.

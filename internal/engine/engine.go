@@ -8,6 +8,7 @@ package engine
 
 import (
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
 	"slices"
@@ -84,6 +85,25 @@ func (s Step) Passed(exitCode int, stdout string) bool {
 // ContainerName is the deterministic, upstream-compatible name of a service container.
 func ContainerName(e Engine, agentID string) string {
 	return "roboco-sandbox-" + e.Slug() + "-" + agentID
+}
+
+// maxLabel is the longest DNS label. Resolvers refuse longer ones: glibc's
+// getaddrinfo answers "Name or service not known" for a longer container name even
+// though Docker accepts it and its DNS knows it.
+const maxLabel = 63
+
+// HostName is the name agents use to reach a service on a user-defined network: the
+// container name when it is a valid DNS label, else a 63-character label made of
+// its start and a hash of the whole name (stable, and distinct per agentID). The
+// container carries it as a network alias.
+func HostName(e Engine, agentID string) string {
+	name := ContainerName(e, agentID)
+	if len(name) <= maxLabel {
+		return name
+	}
+	sum := sha256.Sum256([]byte(name))
+	suffix := "-" + hex.EncodeToString(sum[:])[:8]
+	return name[:maxLabel-len(suffix)] + suffix
 }
 
 // NewPassword returns 192 random bits, hex-encoded so it needs no quoting in URIs or shells.

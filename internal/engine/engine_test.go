@@ -334,3 +334,35 @@ func TestNewPassword(t *testing.T) {
 		seen[p] = true
 	}
 }
+
+// TestHostNameIsADNSLabel: the published host must resolve. A 63-character agentID
+// (the API's limit) makes container names of up to 84 characters, which resolvers
+// refuse, so such services are published under a shorter alias.
+func TestHostNameIsADNSLabel(t *testing.T) {
+	label := regexp.MustCompile(`^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$`)
+	long := strings.Repeat("a", 50) + "-agent-00001" // 62 characters
+	for _, e := range engine.All() {
+		t.Run(e.Name(), func(t *testing.T) {
+			if got, want := engine.HostName(e, "be-dev-1"), engine.ContainerName(e, "be-dev-1"); got != want {
+				t.Errorf("short agentID: host %q, want the container name %q", got, want)
+			}
+			seen := map[string]string{}
+			for _, agentID := range []string{long, long[:len(long)-1] + "2", strings.Repeat("x", 63), strings.Repeat("x", 63-len(e.Slug()))} {
+				host := engine.HostName(e, agentID)
+				if !label.MatchString(host) {
+					t.Errorf("agentID %s: host %q is not a DNS label", agentID, host)
+				}
+				if host != engine.HostName(e, agentID) {
+					t.Errorf("agentID %s: host name is not stable", agentID)
+				}
+				if other, dup := seen[host]; dup {
+					t.Errorf("agentIDs %s and %s share host %q", other, agentID, host)
+				}
+				seen[host] = agentID
+				if name := engine.ContainerName(e, agentID); len(name) > 63 && !strings.HasPrefix(name, host[:40]) {
+					t.Errorf("host %q does not start like its container %q, so people cannot tell which it is", host, name)
+				}
+			}
+		})
+	}
+}

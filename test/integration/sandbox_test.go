@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -203,4 +204,60 @@ func TestSandboxFeaturesOnRealDocker(t *testing.T) {
 	waitFor(t, time.Minute, "the Sandbox to be gone", func() bool {
 		return cp.client.Get(ctx, client.ObjectKeyFromObject(sb), got) != nil
 	})
+}
+
+// TestPublishedHostResolvesOnRealDocker: an agent on the service network reaches each
+// service by the Secret's HOST, for a short agentID and for the longest the API
+// allows (whose container name is longer than a DNS label).
+func TestPublishedHostResolvesOnRealDocker(t *testing.T) {
+	h := newHost(t)
+	cp := startControlPlane(t, h)
+	ctx := context.Background()
+	agentIDs := map[string]string{
+		"short": "its-" + runID,
+		"long":  "itl-" + runID + "-" + strings.Repeat("x", 63-len("itl-"+runID+"-")),
+	}
+	for name, agentID := range agentIDs {
+		sb := &sandboxv1.Sandbox{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "it", Name: name},
+			Spec: sandboxv1.SandboxSpec{AgentID: agentID, Owner: &sandboxv1.OwnerSpec{Policy: sandboxv1.OwnerPolicyNone},
+				Services: []sandboxv1.ServiceSpec{{Engine: "redis"}}},
+		}
+		if err := cp.client.Create(ctx, sb); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			_ = cp.client.Delete(ctx, sb)
+			waitFor(t, time.Minute, "Sandbox "+name+" to be gone", func() bool {
+				return cp.client.Get(ctx, client.ObjectKeyFromObject(sb), &sandboxv1.Sandbox{}) != nil
+			})
+		})
+	}
+	for name, agentID := range agentIDs {
+		got := &sandboxv1.Sandbox{}
+		waitFor(t, 3*time.Minute, name+" Ready", func() bool {
+			return cp.client.Get(ctx, client.ObjectKey{Namespace: "it", Name: name}, got) == nil &&
+				meta.IsStatusConditionTrue(got.Status.Conditions, sandboxv1.ConditionReady)
+		})
+		secret := &corev1.Secret{}
+		if err := cp.client.Get(ctx, client.ObjectKey{Namespace: "it", Name: got.Status.SecretName}, secret); err != nil {
+			t.Fatal(err)
+		}
+		svc := got.Status.Services[0]
+		host := string(secret.Data["ROBOCO_TEST_REDIS_HOST"])
+		if host != svc.Host {
+			t.Errorf("%s: the Secret publishes %q, status %q", name, host, svc.Host)
+		}
+		// The service's own container is on the network and resolves through Docker's
+		// DNS with glibc, as an agent's client would.
+		res, err := h.driver.Exec(ctx, svc.ContainerID, dd.ExecSpec{
+			Cmd:     []string{"redis-cli", "-h", host, "-p", string(secret.Data["ROBOCO_TEST_REDIS_PORT"]), "ping"},
+			Env:     map[string]string{"REDISCLI_AUTH": string(secret.Data["ROBOCO_TEST_REDIS_PASSWORD"])},
+			Timeout: 10 * time.Second,
+		})
+		if err != nil || res.ExitCode != 0 || strings.TrimSpace(res.Stdout) != "PONG" {
+			t.Errorf("agentID %s (%d characters): redis-cli -h %s: exit %d err %v: %s %s",
+				agentID, len(agentID), host, res.ExitCode, err, res.Stdout, res.Stderr)
+		}
+	}
 }
