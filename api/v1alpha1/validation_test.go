@@ -78,6 +78,9 @@ var _ = Describe("Sandbox validation in the CRD", func() {
 		Entry("agentID too long", func(u *unstructured.Unstructured) {
 			set(u, strings.Repeat("a", 64), "spec", "agentID")
 		}, "spec.agentID: Too long: may not be more than 63 bytes"),
+		Entry("name too long for its Secret's name", func(u *unstructured.Unstructured) {
+			u.SetName(strings.Repeat("s", 246))
+		}, "metadata.name may have at most 245 characters: the credentials Secret is named <name>-sandbox"),
 		Entry("feature of another engine", func(u *unstructured.Unstructured) {
 			set(u, []any{map[string]any{"engine": "postgres", "features": []any{"vector", "search"}}}, "spec", "services")
 		}, "postgres features must be among: vector, postgis, pg_trgm, citext, uuid-ossp"),
@@ -165,6 +168,9 @@ var _ = Describe("Sandbox validation in the CRD", func() {
 		set(minimal, map[string]any{"policy": "None"}, "spec", "owner")
 		set(minimal, "90s", "spec", "ttl")
 		Expect(k8sClient.Create(ctx, minimal)).To(Succeed())
+
+		longest := sandbox(ns, strings.Repeat("s", 245)) // <name>-sandbox is then 253, a Secret's longest name
+		Expect(k8sClient.Create(ctx, longest)).To(Succeed())
 	})
 
 	It("lets every engine's whole allowlist through", func() {
