@@ -101,13 +101,14 @@ func (r *SandboxReconciler) reconcileSecret(ctx context.Context, sb *sandboxv1.S
 	return passwords, nil
 }
 
-// hostsOf returns the hosts to publish that differ from the names on the service
-// network: IPs of services on the default bridge.
+// hostsOf returns the hosts to publish that are not names on the service network:
+// IPs of services on Docker's default bridge. (A status written before long names
+// got their alias holds the container name, which is not to be published again.)
 func hostsOf(sb *sandboxv1.Sandbox) map[string]string {
 	hosts := map[string]string{}
 	for _, s := range sb.Status.Services {
 		e, ok := engine.Lookup(string(s.Engine))
-		if s.Host != "" && (!ok || s.Host != engine.HostName(e, sb.Spec.AgentID)) {
+		if s.Host != "" && s.Host != s.ContainerName && (!ok || s.Host != engine.HostName(e, sb.Spec.AgentID)) {
 			hosts[string(s.Engine)] = s.Host
 		}
 	}
