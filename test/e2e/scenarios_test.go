@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/roboco-sandbox/sandbox-controller/internal/testclients"
+	"github.com/roboco-sandbox/sandbox-controller/internal/testenv"
 )
 
 var sandboxes = schema.GroupVersionResource{Group: "sandbox.roboco.io", Version: "v1alpha1", Resource: "sandboxes"}
@@ -92,22 +93,10 @@ func volumes(t *testing.T) map[string]bool {
 	return out
 }
 
-// leakedVolumes reports dangling volumes not in before that stay dangling for a few
-// seconds (one whose container is being removed is dangling only for an instant).
+// leakedVolumes reports the volumes left dangling since before (see testenv.LeakedVolumes).
 func leakedVolumes(t *testing.T, before map[string]bool) []string {
 	t.Helper()
-	var leaked []string
-	for end := time.Now().Add(3 * time.Second); ; time.Sleep(250 * time.Millisecond) {
-		leaked = leaked[:0]
-		for v := range volumes(t) {
-			if !before[v] {
-				leaked = append(leaked, v)
-			}
-		}
-		if len(leaked) == 0 || time.Now().After(end) {
-			return leaked
-		}
-	}
+	return testenv.LeakedVolumes(before, func() map[string]bool { return volumes(t) })
 }
 
 // TestOrchestrator: a client-go program creates a Sandbox, watches it until Ready and

@@ -19,6 +19,7 @@ import (
 	"github.com/moby/moby/client"
 
 	dd "github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver"
+	"github.com/roboco-sandbox/sandbox-controller/internal/testenv"
 )
 
 // testLabel marks everything these suites create, so cleanup finds it.
@@ -128,25 +129,10 @@ func (h *host) volumes(t *testing.T) map[string]bool {
 	return out
 }
 
-// leakedVolumes reports volumes that no container uses and that were not already
-// unused in before (a set from h.volumes). Only dangling volumes count: other
-// packages' tests run beside these on the same daemon and hold volumes of their
-// own. A volume dangling only while its container is being removed is not a leak,
-// so an answer must hold for a few seconds.
+// leakedVolumes reports the volumes left dangling since before (see testenv.LeakedVolumes).
 func (h *host) leakedVolumes(t *testing.T, before map[string]bool) []string {
 	t.Helper()
-	var leaked []string
-	for end := time.Now().Add(3 * time.Second); ; time.Sleep(250 * time.Millisecond) {
-		leaked = leaked[:0]
-		for v := range h.volumes(t) {
-			if !before[v] {
-				leaked = append(leaked, v)
-			}
-		}
-		if len(leaked) == 0 || time.Now().After(end) {
-			return leaked
-		}
-	}
+	return testenv.LeakedVolumes(before, func() map[string]bool { return h.volumes(t) })
 }
 
 // leftovers lists containers carrying labels.
