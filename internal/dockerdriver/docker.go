@@ -9,13 +9,14 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/moby/moby/api/pkg/stdcopy"
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/client"
+
+	"github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver/flight"
 )
 
 // Docker is the Driver for one Docker daemon, through the moby client.
@@ -27,8 +28,7 @@ type Docker struct {
 	base   context.Context
 	cancel context.CancelFunc
 
-	mu    sync.Mutex
-	pulls map[string]*pullFlight
+	pulls flight.Group[PullProgress] // by normalized reference
 }
 
 var _ Driver = (*Docker)(nil)
@@ -88,7 +88,7 @@ func New(opts ...Option) (*Docker, error) {
 		return nil, &Error{Op: "connect", Ref: o.host, Kinds: []error{ErrInvalid}, Err: err}
 	}
 	base, cancel := context.WithCancel(context.Background())
-	return &Docker{cli: cli, opts: o, base: base, cancel: cancel, pulls: map[string]*pullFlight{}}, nil
+	return &Docker{cli: cli, opts: o, base: base, cancel: cancel}, nil
 }
 
 // Close cancels in-flight pulls and releases the client's connections.

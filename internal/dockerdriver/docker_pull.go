@@ -3,64 +3,12 @@ package dockerdriver
 import (
 	"context"
 	"strings"
-	"sync"
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/distribution/reference"
 	"github.com/moby/moby/api/types/jsonstream"
 	"github.com/moby/moby/client"
 )
-
-// pullFlight is one pull shared by every caller asking for the same reference.
-type pullFlight struct {
-	done chan struct{}
-	err  error // set before done closes
-
-	mu     sync.Mutex
-	last   PullProgress
-	nextID int
-	subs   map[int]pullSub
-}
-
-type pullSub struct {
-	fn     func(PullProgress)
-	shared bool
-}
-
-// attach subscribes fn and gives it the current snapshot at once.
-func (f *pullFlight) attach(fn func(PullProgress), shared bool) (detach func()) {
-	if fn == nil {
-		return func() {}
-	}
-	f.mu.Lock()
-	id := f.nextID
-	f.nextID++
-	f.subs[id] = pullSub{fn: fn, shared: shared}
-	p := f.last
-	f.mu.Unlock()
-	p.Shared = shared
-	fn(p)
-	return func() {
-		f.mu.Lock()
-		delete(f.subs, id)
-		f.mu.Unlock()
-	}
-}
-
-func (f *pullFlight) publish(p PullProgress) {
-	f.mu.Lock()
-	f.last = p
-	subs := make([]pullSub, 0, len(f.subs))
-	for _, s := range f.subs {
-		subs = append(subs, s)
-	}
-	f.mu.Unlock()
-	for _, s := range subs {
-		q := p
-		q.Shared = s.shared
-		s.fn(q)
-	}
-}
 
 // NormalizeRef returns the canonical form of an image reference
 // ("busybox" → "docker.io/library/busybox:latest"), which is how pulls are
@@ -90,53 +38,43 @@ func (d *Docker) PullImage(ctx context.Context, ref string, progress func(PullPr
 		return nil
 	}
 
-	d.mu.Lock()
-	f, shared := d.pulls[key]
-	if !shared {
-		f = &pullFlight{done: make(chan struct{}), subs: map[int]pullSub{}, last: PullProgress{Ref: ref, Status: "Waiting"}}
-		d.pulls[key] = f
-	}
-	d.mu.Unlock()
-
-	detach := f.attach(progress, shared)
-	defer detach()
-	if !shared {
-		go d.runPull(key, ref, f)
+	f, started := d.pulls.Join(key, PullProgress{Ref: ref, Status: "Waiting"}, func(publish func(PullProgress)) error {
+		return d.runPull(ref, publish)
+	})
+	if progress != nil {
+		detach := f.Attach(func(p PullProgress) { p.Shared = !started; progress(p) })
+		defer detach()
 	}
 	select {
-	case <-f.done:
-		return f.err
+	case <-f.Done():
+		return f.Err()
 	case <-ctx.Done():
 		return wrap("pull", ref, ctx.Err())
 	}
 }
 
-func (d *Docker) runPull(key, ref string, f *pullFlight) {
+// runPull performs one shared pull and says plainly why it failed.
+func (d *Docker) runPull(ref string, publish func(PullProgress)) error {
 	ctx, cancel := context.WithTimeout(d.base, d.opts.pullTimeout)
 	defer cancel()
-	err := d.pull(ctx, ref, f)
+	err := d.pull(ctx, ref, publish)
 	switch {
 	case err == nil:
+		return nil
 	case ctx.Err() == context.DeadlineExceeded:
 		// Whatever the transport made of it, say plainly what happened.
-		err = TimeoutError("pull", ref, d.opts.pullTimeout, ErrPullFailed)
+		return TimeoutError("pull", ref, d.opts.pullTimeout, ErrPullFailed)
 	case d.base.Err() != nil:
-		err = &Error{Op: "pull", Ref: ref, Kinds: []error{ErrPullFailed}, Detail: "driver closed", Err: d.base.Err()}
-	default:
-		e := &Error{Op: "pull", Ref: ref, Kinds: []error{ErrPullFailed}, Err: err}
-		if k := kindOf(err); k != nil {
-			e.Kinds = append(e.Kinds, k)
-		}
-		err = e
+		return &Error{Op: "pull", Ref: ref, Kinds: []error{ErrPullFailed}, Detail: "driver closed", Err: d.base.Err()}
 	}
-	d.mu.Lock()
-	delete(d.pulls, key)
-	d.mu.Unlock()
-	f.err = err
-	close(f.done)
+	e := &Error{Op: "pull", Ref: ref, Kinds: []error{ErrPullFailed}, Err: err}
+	if k := kindOf(err); k != nil {
+		e.Kinds = append(e.Kinds, k)
+	}
+	return e
 }
 
-func (d *Docker) pull(ctx context.Context, ref string, f *pullFlight) error {
+func (d *Docker) pull(ctx context.Context, ref string, publish func(PullProgress)) error {
 	resp, err := d.cli.ImagePull(ctx, ref, client.ImagePullOptions{})
 	if err != nil {
 		return err
@@ -153,7 +91,7 @@ func (d *Docker) pull(ctx context.Context, ref string, f *pullFlight) error {
 			return pullStreamError(msg.Error)
 		}
 		if tr.update(msg) {
-			f.publish(tr.snapshot())
+			publish(tr.snapshot())
 		}
 	}
 	return nil

@@ -26,6 +26,7 @@ import (
 	"time"
 
 	dd "github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver"
+	"github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver/flight"
 )
 
 // Verb names a Driver method, for call counts and faults.
@@ -86,7 +87,7 @@ type Driver struct {
 	registry      map[string]Image
 	registryPulls map[string]int
 	holds         map[string]chan struct{} // closed on release
-	pulls         map[string]*flight
+	pulls         flight.Group[dd.PullProgress]
 	networks      map[string]bool
 	containers    map[string]*ctr // by ID
 	volumes       map[string]Volume
@@ -108,7 +109,6 @@ func New(opts ...Option) *Driver {
 		registry:      map[string]Image{},
 		registryPulls: map[string]int{},
 		holds:         map[string]chan struct{}{},
-		pulls:         map[string]*flight{},
 		networks:      map[string]bool{"bridge": true},
 		containers:    map[string]*ctr{},
 		volumes:       map[string]Volume{},

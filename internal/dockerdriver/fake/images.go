@@ -91,52 +91,6 @@ func (f *Driver) ImagePresent(ctx context.Context, ref string) (bool, error) {
 	return ok, nil
 }
 
-// flight is one shared pull.
-type flight struct {
-	done chan struct{}
-	err  error
-
-	mu   sync.Mutex
-	last dd.PullProgress
-	subs map[*func(dd.PullProgress)]bool // value: joined a pull in flight
-}
-
-func (fl *flight) attach(fn func(dd.PullProgress), shared bool) (detach func()) {
-	if fn == nil {
-		return func() {}
-	}
-	fl.mu.Lock()
-	fl.subs[&fn] = shared
-	p := fl.last
-	fl.mu.Unlock()
-	p.Shared = shared
-	fn(p)
-	return func() {
-		fl.mu.Lock()
-		delete(fl.subs, &fn)
-		fl.mu.Unlock()
-	}
-}
-
-func (fl *flight) publish(p dd.PullProgress) {
-	fl.mu.Lock()
-	fl.last = p
-	type sub struct {
-		fn     func(dd.PullProgress)
-		shared bool
-	}
-	var subs []sub
-	for fn, shared := range fl.subs {
-		subs = append(subs, sub{*fn, shared})
-	}
-	fl.mu.Unlock()
-	for _, s := range subs {
-		q := p
-		q.Shared = s.shared
-		s.fn(q)
-	}
-}
-
 // PullImage pulls from the fake registry, sharing one pull per reference,
 // as the real driver does.
 func (f *Driver) PullImage(ctx context.Context, ref string, progress func(dd.PullProgress)) error {
@@ -147,74 +101,67 @@ func (f *Driver) PullImage(ctx context.Context, ref string, progress func(dd.Pul
 	if err != nil {
 		return dd.NewError("pull", ref, dd.ErrInvalid, err)
 	}
+	// Under f.mu, as runPull stores the image before its flight ends: a
+	// caller finds the image or the flight, never neither.
 	f.mu.Lock()
 	if _, ok := f.images[key]; ok {
 		f.mu.Unlock()
 		return nil
 	}
-	fl, shared := f.pulls[key]
-	if !shared {
-		fl = &flight{done: make(chan struct{}), subs: map[*func(dd.PullProgress)]bool{}, last: dd.PullProgress{Ref: ref, Status: "Waiting"}}
-		f.pulls[key] = fl
-	}
+	fl, started := f.pulls.Join(key, dd.PullProgress{Ref: ref, Status: "Waiting"}, func(publish func(dd.PullProgress)) error {
+		return f.runPull(key, ref, publish)
+	})
 	f.mu.Unlock()
 
-	detach := fl.attach(progress, shared)
-	defer detach()
-	if !shared {
-		go f.runPull(key, ref, fl)
+	if progress != nil {
+		detach := fl.Attach(func(p dd.PullProgress) { p.Shared = !started; progress(p) })
+		defer detach()
 	}
 	select {
-	case <-fl.done:
-		return fl.err
+	case <-fl.Done():
+		return fl.Err()
 	case <-ctx.Done():
 		return dd.NewError("pull", ref, kindOfCtx(ctx.Err()), ctx.Err())
 	}
 }
 
-func (f *Driver) runPull(key, ref string, fl *flight) {
+// runPull serves one shared pull from the registry, counting it and waiting
+// out a hold (under the pull timeout).
+func (f *Driver) runPull(key, ref string, publish func(dd.PullProgress)) error {
 	f.mu.Lock()
 	f.registryPulls[key]++
 	hold := f.holds[key]
 	timeout := f.pullTimeout
 	f.mu.Unlock()
 
-	err := func() error {
-		deadline := time.NewTimer(timeout)
-		defer deadline.Stop()
-		if hold != nil {
-			select {
-			case <-hold:
-			case <-deadline.C:
-				return dd.TimeoutError("pull", ref, timeout, dd.ErrPullFailed)
-			}
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	if hold != nil {
+		select {
+		case <-hold:
+		case <-deadline.C:
+			return dd.TimeoutError("pull", ref, timeout, dd.ErrPullFailed)
 		}
-		f.mu.Lock()
-		img, ok := f.registry[key]
-		f.mu.Unlock()
-		if !ok {
-			return &dd.Error{Op: "pull", Ref: ref, Kinds: []error{dd.ErrPullFailed, dd.ErrNotFound},
-				Err: fmt.Errorf("Error response from daemon: manifest for %s not found: manifest unknown: manifest unknown", ref)}
-		}
-		layers, size := cmp.Or(img.Layers, 1), cmp.Or(img.LayerSize, 1<<20)
-		p := dd.PullProgress{Ref: ref, Layers: layers, BytesTotal: int64(layers) * size}
-		for range layers {
-			p.Status = "Downloading"
-			p.BytesDone += size
-			fl.publish(p)
-			p.Status = "Pull complete"
-			p.LayersDone++
-			fl.publish(p)
-		}
-		f.mu.Lock()
-		f.images[key] = img
-		f.mu.Unlock()
-		return nil
-	}()
-
+	}
 	f.mu.Lock()
-	delete(f.pulls, key)
+	img, ok := f.registry[key]
 	f.mu.Unlock()
-	fl.err = err
-	close(fl.done)
+	if !ok {
+		return &dd.Error{Op: "pull", Ref: ref, Kinds: []error{dd.ErrPullFailed, dd.ErrNotFound},
+			Err: fmt.Errorf("Error response from daemon: manifest for %s not found: manifest unknown: manifest unknown", ref)}
+	}
+	layers, size := cmp.Or(img.Layers, 1), cmp.Or(img.LayerSize, 1<<20)
+	p := dd.PullProgress{Ref: ref, Layers: layers, BytesTotal: int64(layers) * size}
+	for range layers {
+		p.Status = "Downloading"
+		p.BytesDone += size
+		publish(p)
+		p.Status = "Pull complete"
+		p.LayersDone++
+		publish(p)
+	}
+	f.mu.Lock()
+	f.images[key] = img
+	f.mu.Unlock()
+	return nil
 }
