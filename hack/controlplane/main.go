@@ -43,7 +43,7 @@ func run() error {
 	fs.StringVar(&stateDir, "state-dir", "", "folder for etcd's data and the API server's certificates, emptied at start (default: temporary, removed on stop)")
 	fs.Var(&crds, "crds", "a folder of CRD manifests to install at start (repeatable; default none)")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: controlplane --kubeconfig PATH [flags]\n\n")
+		_, _ = fmt.Fprintf(fs.Output(), "Usage: controlplane --kubeconfig PATH [flags]\n\n")
 		fs.PrintDefaults()
 	}
 	_ = fs.Parse(os.Args[1:])

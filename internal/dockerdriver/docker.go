@@ -262,7 +262,7 @@ func (d *Docker) LogsTail(ctx context.Context, nameOrID string, lines int) (stri
 	if err != nil {
 		return "", wrap("logs", nameOrID, err)
 	}
-	defer rc.Close()
+	defer func() { _ = rc.Close() }() // a read stream: nothing is lost if closing fails
 	// Our containers never have a TTY, so the stream is always multiplexed.
 	buf := newTailBuffer(d.opts.logsLimitBytes)
 	if _, err := stdcopy.StdCopy(buf, buf, rc); err != nil {

@@ -82,7 +82,7 @@ func (d *Docker) eventsOnce(ctx context.Context, filter EventFilter, since *time
 		select {
 		case <-ctx.Done():
 			return true
-		case <-res.Err:
+		case <-res.Err: //nolint:errcheck // any break is handled alike: the caller sends EventLost and reconnects (a failed Ping is dropped so too)
 			return true
 		case m := <-res.Messages:
 			if m.TimeNano > 0 {

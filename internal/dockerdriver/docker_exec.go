@@ -60,7 +60,7 @@ func (d *Docker) Exec(ctx context.Context, nameOrID string, spec ExecSpec) (Exec
 		// The hijacked connection ignores ctx once established: close it
 		// to unblock the copy, and wait so the buffers are ours again.
 		att.Close()
-		<-copied
+		<-copied //nolint:errcheck // the copy fails because we closed its connection; ctx's error is the one to report
 		return fail(ectx.Err())
 	}
 	if err != nil && !errors.Is(err, io.EOF) {

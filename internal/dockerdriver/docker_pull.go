@@ -79,7 +79,7 @@ func (d *Docker) pull(ctx context.Context, ref string, publish func(PullProgress
 	if err != nil {
 		return err
 	}
-	defer resp.Close()
+	defer func() { _ = resp.Close() }() // a read stream: nothing is lost if closing fails
 	tr := newPullTracker(ref)
 	for msg, err := range resp.JSONMessages(ctx) {
 		if err != nil {

@@ -26,16 +26,16 @@ func Connect(ctx context.Context, engine, addr string, vars map[string]string) e
 		if err != nil {
 			return err
 		}
-		defer conn.Close(ctx)
+		defer func() { _ = conn.Close(ctx) }()
 		var one int
 		if err := conn.QueryRow(ctx, "SELECT 1").Scan(&one); err != nil || one != 1 {
-			return fmt.Errorf("SELECT 1 = %d, %v", one, err)
+			return fmt.Errorf("SELECT 1 = %d, %w", one, err)
 		}
 		return nil
 	case "redis":
 		rdb := goredis.NewClient(&goredis.Options{Addr: net.JoinHostPort(addr, vars["ROBOCO_TEST_REDIS_PORT"]),
 			Password: vars["ROBOCO_TEST_REDIS_PASSWORD"]})
-		defer rdb.Close()
+		defer func() { _ = rdb.Close() }()
 		if err := rdb.Set(ctx, "k", "v", 0).Err(); err != nil {
 			return err
 		}

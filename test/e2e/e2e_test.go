@@ -53,7 +53,11 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	defer os.RemoveAll(binDir)
+	defer func() {
+		if err := os.RemoveAll(binDir); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+		}
+	}()
 	build := exec.Command("go", "build", "-o", filepath.Join(binDir, "manager"), "./cmd/manager")
 	build.Dir = testenv.Root()
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
@@ -104,8 +108,12 @@ func freePort(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	return l.Addr().String()
+	addr := l.Addr().String()
+	// Closed before the manager binds the port: a listener left open would hold it.
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return addr
 }
 
 // startManager runs bin/manager against the test API server, as an operator would.

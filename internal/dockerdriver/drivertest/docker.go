@@ -213,7 +213,7 @@ func (fx *DockerFixture) importImage(t *testing.T, ctx context.Context, ref stri
 	if err != nil {
 		t.Fatalf("import %s: %v", ref, err)
 	}
-	defer res.Close()
+	defer func() { _ = res.Close() }() // drained below; closing a read stream loses nothing
 	if err := drain(res); err != nil {
 		t.Fatalf("import %s: %v", ref, err)
 	}

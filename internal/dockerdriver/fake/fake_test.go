@@ -143,7 +143,7 @@ func TestFaults(t *testing.T) {
 	// A *dd.Error is returned as given.
 	want := dd.NewError("remove", "ctr-b", dd.ErrConflict, errors.New("removal of container b is already in progress"))
 	f.Inject(fake.Fault{Verb: fake.VerbRemove, Err: want, Times: 1})
-	if err := f.Remove(ctx, "ctr-b", time.Second); err != want {
+	if err := f.Remove(ctx, "ctr-b", time.Second); err != want { //nolint:errorlint // identity is the point: the very error injected
 		t.Errorf("Remove = %v, want the injected error", err)
 	}
 }
