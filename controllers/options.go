@@ -1,10 +1,14 @@
 package controllers
 
 import (
+	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
+	"github.com/distribution/reference"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation"
 
@@ -66,39 +70,90 @@ func DefaultOptions() Options {
 	}
 }
 
-// Validate reports settings that cannot work, naming what is allowed.
+// Validate reports every setting that cannot work, all at once (errors.Join),
+// saying what is allowed. It is the one rulebook for these fields: the manager's
+// flags only parse into them. Messages name the manager's flags (--instance,
+// --max-memory, ...), since that is how operators set these fields; a Go caller
+// reads the same words.
 func (o Options) Validate() error {
-	var errs []string
-	for name := range o.Images {
-		if _, ok := engine.Lookup(name); !ok {
-			errs = append(errs, fmt.Sprintf("image override for unknown engine %q (engines: %s)", name, strings.Join(engine.Names(), ", ")))
-		}
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+
+	if msgs := validation.IsValidLabelValue(o.Instance); o.Instance == "" || len(msgs) > 0 {
+		bad("--instance %q must be a label value: 1-63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit", o.Instance)
 	}
-	for name := range o.ProbeDeadlines {
-		if _, ok := engine.Lookup(name); !ok {
-			errs = append(errs, fmt.Sprintf("probe deadline for unknown engine %q (engines: %s)", name, strings.Join(engine.Names(), ", ")))
-		}
-	}
-	if errs2 := validation.IsValidLabelValue(o.Instance); o.Instance == "" || len(errs2) > 0 {
-		errs = append(errs, fmt.Sprintf("instance %q must be a non-empty label value (letters, digits, '-', '_', '.', at most 63)", o.Instance))
-	}
+	o.validateImages(bad)
 	if !strings.Contains(o.OwnerTemplate, "{agentID}") {
-		errs = append(errs, fmt.Sprintf("owner template %q must contain {agentID}", o.OwnerTemplate))
+		bad("--owner-template %q must contain {agentID}, e.g. roboco-agent-{agentID}", o.OwnerTemplate)
 	}
-	if o.GracePeriod <= 0 || o.ResyncPeriod <= 0 || o.StopTimeout <= 0 || o.SweepInterval <= 0 {
-		errs = append(errs, "grace period, resync period, sweep interval and stop timeout must be positive")
+	for _, d := range []struct {
+		flag  string
+		value time.Duration
+	}{{"stop-timeout", o.StopTimeout}, {"grace-period", o.GracePeriod}, {"resync-period", o.ResyncPeriod}, {"sweep-interval", o.SweepInterval}} {
+		if d.value <= 0 {
+			bad("--%s must be a positive duration such as 30s or 5m, not %s", d.flag, d.value)
+		}
 	}
-	if o.DefaultMemory.Cmp(o.MaxMemory) > 0 || o.DefaultCPU.Cmp(o.MaxCPU) > 0 {
-		errs = append(errs, "default memory and CPU must not exceed the maxima")
+	for _, name := range slices.Sorted(maps.Keys(o.ProbeDeadlines)) {
+		if _, ok := engine.Lookup(name); !ok {
+			bad("--probe-deadline: unknown engine %q (engines: %s)", name, strings.Join(engine.Names(), ", "))
+		} else if d := o.ProbeDeadlines[name]; d <= 0 {
+			bad("--probe-deadline %s=%s: want a positive duration such as 90s or 2m", name, d)
+		}
 	}
-	if o.DefaultMemory.Value() < 6<<20 {
-		errs = append(errs, "default memory must be at least 6Mi (Docker's minimum)")
-	}
-	if len(errs) > 0 {
-		return fmt.Errorf("invalid options: %s", strings.Join(errs, "; "))
-	}
-	return nil
+	o.validateResources(bad)
+	return errors.Join(errs...)
 }
+
+// validateImages reports image overrides that are no image reference.
+func (o Options) validateImages(bad func(format string, args ...any)) {
+	for _, name := range slices.Sorted(maps.Keys(o.Images)) {
+		e, ok := engine.Lookup(name)
+		if !ok {
+			bad("image override for unknown engine %q (engines: %s)", name, strings.Join(engine.Names(), ", "))
+			continue
+		}
+		// Note: an empty reference is no override (imagesFor keeps the registry's).
+		imgs := o.Images[name]
+		for _, ov := range []struct{ flag, ref string }{{ImageFlag(e), imgs.Default}, {KitchenSinkFlag(e), imgs.KitchenSink}} {
+			if ov.ref == "" {
+				continue
+			}
+			if _, err := reference.ParseNormalizedNamed(ov.ref); err != nil {
+				bad("--%s %q is not an image reference (e.g. postgres:16-alpine or registry.example:5000/team/postgres:16): %v", ov.flag, ov.ref, err)
+			}
+		}
+	}
+}
+
+// validateResources reports limits Docker refuses or that contradict each other.
+func (o Options) validateResources(bad func(format string, args ...any)) {
+	// Docker refuses a memory limit under 6Mi.
+	if o.DefaultMemory.Value() < 6<<20 {
+		bad("--default-memory %s is below Docker's minimum of 6Mi", o.DefaultMemory.String())
+	}
+	if o.MaxMemory.Sign() <= 0 {
+		bad("--max-memory must be a positive quantity such as 4Gi, not %s", o.MaxMemory.String())
+	} else if o.DefaultMemory.Cmp(o.MaxMemory) > 0 {
+		bad("--default-memory %s exceeds --max-memory %s", o.DefaultMemory.String(), o.MaxMemory.String())
+	}
+	if o.DefaultCPU.Sign() <= 0 {
+		bad("--default-cpu must be a positive quantity such as 1 or 500m, not %s", o.DefaultCPU.String())
+	}
+	if o.MaxCPU.Sign() <= 0 {
+		bad("--max-cpu must be a positive quantity such as 4 or 1500m, not %s", o.MaxCPU.String())
+	} else if o.DefaultCPU.Cmp(o.MaxCPU) > 0 {
+		bad("--default-cpu %s exceeds --max-cpu %s", o.DefaultCPU.String(), o.MaxCPU.String())
+	}
+	if o.PidsLimit < 1 {
+		bad("--pids-limit must be at least 1, not %d", o.PidsLimit)
+	}
+}
+
+// ImageFlag and KitchenSinkFlag are the manager's flags that set Images[e.Name()]
+// (Default and KitchenSink); Validate names them.
+func ImageFlag(e engine.Engine) string       { return e.Name() + "-image" }
+func KitchenSinkFlag(e engine.Engine) string { return e.Name() + "-kitchen-sink-image" }
 
 // imagesFor is the engine's images after the operator's overrides.
 func (o Options) imagesFor(e engine.Engine) engine.Images {
