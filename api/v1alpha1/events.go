@@ -1,0 +1,40 @@
+package v1alpha1
+
+// Event reasons the controller reports on a Sandbox (events.k8s.io/v1). Dashboards
+// and orchestrators match on them; failures are reported as Warning events whose
+// reason is the failing condition's reason (e.g. ReasonExited, ReasonPullFailed).
+const (
+	// EventProvisioned (Normal): every service answered for the first time.
+	EventProvisioned = "Provisioned"
+	// EventUpdated (Normal): a container made for an earlier spec is replaced.
+	EventUpdated = "Updated"
+	// EventRecreated (Normal): a container that exited or vanished is made again
+	// with the same credentials.
+	EventRecreated = "Recreated"
+	// EventStaleRemoved (Normal): a container left by a Sandbox that no longer
+	// exists held the service's name and was removed.
+	EventStaleRemoved = "StaleRemoved"
+	// EventServiceRemoved (Normal): a service left spec.services; its container went.
+	EventServiceRemoved = "ServiceRemoved"
+	// EventSecretRecreated (Warning): the credentials Secret was deleted by hand.
+	EventSecretRecreated = "SecretRecreated"
+	// EventExpired (Normal): the ttl passed; the Sandbox is deleted.
+	EventExpired = "Expired"
+	// EventOwnerMissing (Warning): the owner container stopped running.
+	EventOwnerMissing = "OwnerMissing"
+	// EventOwnerBack (Normal): the owner container runs again.
+	EventOwnerBack = "OwnerBack"
+	// EventOwnerGone (Normal): the owner was missing for the grace period; the
+	// Sandbox is deleted. Same value as ReasonOwnerGone.
+	EventOwnerGone = ReasonOwnerGone
+	// EventTornDown (Normal): the containers are confirmed gone.
+	EventTornDown = "TornDown"
+)
+
+// Event actions: what the controller was doing when it reported an event.
+const (
+	ActionReconcile = "Reconcile"
+	ActionValidate  = "Validate"
+	ActionDelete    = "Delete"
+	ActionTeardown  = "Teardown"
+)

@@ -1,0 +1,55 @@
+// Package host is the per-service host layer: for one service on one Docker host it
+// observes what exists, ensures the container (pull, create, start), probes and
+// activates it, and removes it. It knows engines and the Docker driver, not the
+// Kubernetes API: the reconciler decides, this layer acts and reports.
+//
+// A Host is an instance per Docker host (no package-level state), so a second Docker
+// host, or another way to ensure a service (a warm pool's claim), is another instance
+// or another method here, not a change to the reconciler.
+package host
+
+import (
+	"time"
+
+	dd "github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver"
+	"github.com/roboco-sandbox/sandbox-controller/internal/engine"
+)
+
+// Host drives the services of one Docker host.
+type Host struct {
+	driver      dd.Driver
+	stopTimeout time.Duration
+	pulls       *Pulls
+}
+
+// New is the layer for the Docker host behind driver. stopTimeout is how long a
+// container gets between SIGTERM and SIGKILL when removed; pulls runs the image
+// pulls off the callers' goroutines.
+func New(driver dd.Driver, stopTimeout time.Duration, pulls *Pulls) *Host {
+	return &Host{driver: driver, stopTimeout: stopTimeout, pulls: pulls}
+}
+
+// Driver is the Docker host's driver, for what is not per service (lists by
+// Sandbox, owner containers, the sweep).
+func (h *Host) Driver() dd.Driver { return h.driver }
+
+// Service is one service as it should run on the host, resolved by the caller from
+// the Sandbox and the operator's settings.
+type Service struct {
+	Engine   engine.Engine
+	Features []string
+	// Network is the Docker network the service joins ("": the default bridge).
+	Network  string
+	Password string
+	// ProbeDeadline is how long after start the service may take to answer.
+	ProbeDeadline time.Duration
+	// Container is the container to make, labels and fingerprint included (see
+	// Fingerprint).
+	Container dd.ContainerSpec
+}
+
+// Image is the service's image reference.
+func (s Service) Image() string { return s.Container.Image }
+
+// MinMemoryBytes is the least memory limit Docker accepts for a container.
+const MinMemoryBytes = 6 << 20

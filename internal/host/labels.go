@@ -1,0 +1,28 @@
+package host
+
+import "strconv"
+
+// Labels on every service container. The first two are upstream's, so its janitor
+// and ours agree on what a sandbox container is; the UID label is what proves a
+// container belongs to a Sandbox: nothing is removed on the strength of a name alone.
+const (
+	LabelSandbox    = "roboco.sandbox"
+	LabelOwner      = "roboco.sandbox.owner"
+	LabelNamespace  = "sandbox.roboco.io/namespace"
+	LabelName       = "sandbox.roboco.io/name"
+	LabelUID        = "sandbox.roboco.io/uid"
+	LabelEngine     = "sandbox.roboco.io/engine"
+	LabelConfigHash = "sandbox.roboco.io/config-hash"
+	LabelRestarts   = "sandbox.roboco.io/restarts"
+	// LabelInstance names the control plane that created a container: a UID proves
+	// ownership only to the API server that issued it.
+	LabelInstance = "sandbox.roboco.io/instance"
+	// LabelSandboxTrue is LabelSandbox's value on every sandbox container.
+	LabelSandboxTrue = "1"
+)
+
+// Restarts reads the restart count a container was created with.
+func Restarts(labels map[string]string) int32 {
+	n, _ := strconv.Atoi(labels[LabelRestarts])
+	return int32(n)
+}

@@ -1,0 +1,110 @@
+package host
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	dd "github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver"
+	"github.com/roboco-sandbox/sandbox-controller/internal/engine"
+)
+
+// Probe runs the engine's bounded readiness probe once against c at addr. It
+// returns whether it passed and, when not, what the probe said.
+func (h *Host) Probe(ctx context.Context, svc Service, c dd.Container, addr string) (passed bool, detail string) {
+	step := svc.Engine.Probe(svc.Password, addr)
+	out, err := h.exec(ctx, c, step)
+	switch {
+	case err != nil:
+		return false, err.Error()
+	case step.Passed(out.ExitCode, out.Stdout):
+		return true, ""
+	}
+	return false, fmt.Sprintf("exit code %d: %s", out.ExitCode, LastLine(out.Stderr+"\n"+out.Stdout))
+}
+
+// Activate enables the service's features, then verifies them with the engine's
+// static query; it returns what went wrong, or "".
+func (h *Host) Activate(ctx context.Context, svc Service, c dd.Container, addr string) string {
+	e := svc.Engine
+	steps, err := e.ActivateFeatures(svc.Password, addr, svc.Features)
+	if err != nil {
+		return err.Error()
+	}
+	for _, step := range steps {
+		out, err := h.exec(ctx, c, step)
+		if err != nil {
+			return fmt.Sprintf("activating %s features: %v", e.Name(), err)
+		}
+		if !step.Passed(out.ExitCode, out.Stdout) {
+			return fmt.Sprintf("activating %s features %s failed (exit code %d): %s", e.Name(),
+				strings.Join(svc.Features, ", "), out.ExitCode, LastLine(out.Stderr+"\n"+out.Stdout))
+		}
+	}
+	verify, parse := e.VerifyFeatures(svc.Password, addr)
+	out, err := h.exec(ctx, c, verify)
+	if err != nil {
+		return fmt.Sprintf("verifying %s features: %v", e.Name(), err)
+	}
+	if out.ExitCode != 0 {
+		return fmt.Sprintf("verifying %s features failed (exit code %d): %s", e.Name(), out.ExitCode, LastLine(out.Stderr+"\n"+out.Stdout))
+	}
+	if missing := engine.Missing(svc.Features, parse(out.Stdout)); len(missing) > 0 {
+		return fmt.Sprintf("%s features missing after activation: %s (image %s)", e.Name(), strings.Join(missing, ", "), svc.Image())
+	}
+	return ""
+}
+
+func (h *Host) exec(ctx context.Context, c dd.Container, step engine.Step) (dd.ExecResult, error) {
+	return h.driver.Exec(ctx, c.ID, dd.ExecSpec{Cmd: step.Argv, Env: step.Env, Timeout: step.Timeout})
+}
+
+// ExitMessage says how a stopped container ended, with the last lines of its log.
+func (h *Host) ExitMessage(ctx context.Context, c dd.Container) string {
+	msg := fmt.Sprintf("container %s exited with code %d", c.Name, c.ExitCode)
+	if c.OOMKilled {
+		msg += " (OOM-killed: raise resources.memory)"
+	}
+	if c.Error != "" {
+		msg += ": " + c.Error
+	}
+	if logs, err := h.driver.LogsTail(ctx, c.ID, 5); err == nil && strings.TrimSpace(logs) != "" {
+		msg += "; last log lines: " + strings.Join(strings.Fields(strings.TrimSpace(logs)), " ")
+	}
+	if len(msg) > 1024 {
+		msg = msg[:1024] + "…"
+	}
+	return msg
+}
+
+// Address is c's IP on the service network (any network's when it has none there).
+func Address(c dd.Container, network string) string {
+	if network == "" {
+		network = "bridge"
+	}
+	if ep, ok := c.Networks[network]; ok && ep.IPAddress != "" {
+		return ep.IPAddress
+	}
+	for _, n := range slices.Sorted(maps.Keys(c.Networks)) {
+		if ip := c.Networks[n].IPAddress; ip != "" {
+			return ip
+		}
+	}
+	return ""
+}
+
+// LastLine is the last non-empty line of a tool's output, bounded.
+func LastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		if l := strings.TrimSpace(lines[i]); l != "" {
+			if len(l) > 512 {
+				l = l[:512] + "…"
+			}
+			return l
+		}
+	}
+	return "no output"
+}
