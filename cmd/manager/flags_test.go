@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spf13/pflag"
+
 	"github.com/roboco-sandbox/sandbox-controller/internal/engine"
 )
 
@@ -98,11 +100,13 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"--grace-period=0s"}, []string{"--grace-period must be a positive duration"}},
 		{[]string{"--sweep-interval=-1s"}, []string{"--sweep-interval must be a positive duration"}},
 		{[]string{"--grace-period=soon"}, []string{"--grace-period"}},
+		{[]string{"--grace-period"}, []string{"--grace-period needs a value: want a duration such as 30s"}},
+		{[]string{"--pids-limit=many"}, []string{`--pids-limit "many": want a whole number`}},
 		{[]string{"--redis-image=Redis"}, []string{"--redis-image \"Redis\" is not an image reference"}},
 		{[]string{"--mongo-image="}, []string{"--mongo-image must not be empty"}},
 		{[]string{"--docker-host=/var/run/docker.sock"}, []string{"--docker-host", "unix:///var/run/docker.sock"}},
 		{[]string{"--max-concurrent-reconciles=0"}, []string{"at least 1"}},
-		{[]string{"--leader-election-renew-deadline=20s"}, []string{"renew deadline (20s) < lease duration (15s)"}},
+		{[]string{"--leader-election-renew-deadline=20s"}, []string{"--leader-election-renew-deadline (20s) < --leader-election-lease-duration (15s)"}},
 		{[]string{"--defualt-network=x"}, []string{"unknown flag --defualt-network", "did you mean --default-network?"}},
 		{[]string{"--mongo-kitchen-sink-image=x"}, []string{"unknown flag --mongo-kitchen-sink-image"}},
 		{[]string{"stray"}, []string{"unexpected argument \"stray\""}},
@@ -128,22 +132,35 @@ func TestHelp(t *testing.T) {
 		t.Fatalf("err = %v, want flag.ErrHelp", err)
 	}
 	help := out.String()
-	fs := newFlagSet(&settings{}, noEnv)
-	fs.VisitAll(func(f *flag.Flag) {
-		if !strings.Contains(help, "\n  --"+f.Name+" ") && !strings.Contains(help, "\n  --"+f.Name+"\n") {
-			t.Errorf("--help does not list --%s", f.Name)
+	f := newFlags(&settings{}, noEnv)
+	f.VisitAll(func(fl *pflag.Flag) {
+		if !strings.Contains(help, "\n      --"+fl.Name+" ") && !strings.Contains(help, "\n      --"+fl.Name+"\n") {
+			t.Errorf("--help does not list --%s", fl.Name)
 		}
 	})
-	if strings.Contains(help, "\nOther:") {
-		t.Errorf("some flags are in no group:\n%s", help[strings.Index(help, "\nOther:"):])
+	// Every flag parsed is in a group, so --help cannot lose one.
+	inGroups := 0
+	for _, fs := range f.groups.FlagSets {
+		fs.VisitAll(func(*pflag.Flag) { inGroups++ })
+	}
+	all := 0
+	f.VisitAll(func(*pflag.Flag) { all++ })
+	if inGroups != all {
+		t.Errorf("%d flags, %d in groups", all, inGroups)
+	}
+	for _, title := range []string{"Docker host", "Images", "Sandbox defaults", "Resources per service container", "Manager", "Logging (controller-runtime's zap options)"} {
+		if !strings.Contains(help, "\n"+title+":\n") {
+			t.Errorf("--help has no group %q", title)
+		}
 	}
 	for _, e := range engine.All() {
 		if !strings.Contains(help, "--"+e.Name()+"-image ref") {
 			t.Errorf("--help has no image flag for engine %s", e.Name())
 		}
 	}
-	for _, want := range []string{"(default postgres:16-alpine)", "(default 3m0s)", "(default 512Mi)", "never removes sandbox containers", "/readyz"} {
-		if !strings.Contains(help, want) {
+	for _, want := range []string{`(default "postgres:16-alpine")`, "(default 3m0s)", "(default 512Mi)", "never removes sandbox containers", "/readyz",
+		"Images are the operator's choice", "--instance name", "--default-memory quantity", "--probe-deadline engine=duration,..."} {
+		if !strings.Contains(strings.Join(strings.Fields(help), " "), want) { // wrapped anywhere
 			t.Errorf("--help does not say %q", want)
 		}
 	}

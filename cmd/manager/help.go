@@ -1,10 +1,11 @@
 package main
 
 import (
-	"flag"
-	"fmt"
 	"io"
+	"regexp"
 	"strings"
+
+	cliflag "k8s.io/component-base/cli/flag"
 )
 
 const helpHeader = `manager runs the sandbox controller.
@@ -23,7 +24,8 @@ credentials.
 Usage:
   manager [flags]
 
-Flags are written --name=value or --name value (a single dash works too).
+Flags are written --name=value or --name value (two dashes); a boolean flag
+alone (--sweep) is true, --sweep=false turns it off.
 `
 
 const helpFooter = `Endpoints:
@@ -46,97 +48,28 @@ Exit status: 0 after a clean stop, 1 when start-up or the manager fails, 2 for a
 bad flag.
 `
 
-// printHelp writes --help: the header, every flag by group with its default, the footer.
-func (fs *flagSet) printHelp(w io.Writer) {
+// helpColumns is the width --help wraps to.
+const helpColumns = 80
+
+var trailingSpace = regexp.MustCompile(`(?m)[ \t]+$`)
+
+// printHelp writes --help: the header, each group (component-base's
+// PrintSections lays out the flags, defaults included), the footer.
+func (f *flags) printHelp(w io.Writer) {
 	var b strings.Builder
 	b.WriteString(helpHeader)
-	printed := map[string]bool{}
-	for _, g := range fs.groups {
-		var names []string
-		for _, pattern := range g.flags {
-			if prefix, ok := strings.CutSuffix(pattern, "*"); ok {
-				fs.VisitAll(func(f *flag.Flag) {
-					if strings.HasPrefix(f.Name, prefix) {
-						names = append(names, f.Name)
-					}
-				})
-				continue
-			}
-			names = append(names, pattern)
+	for _, title := range f.groups.Order {
+		var section strings.Builder
+		cliflag.PrintSections(&section, cliflag.NamedFlagSets{Order: []string{title}, FlagSets: f.groups.FlagSets}, helpColumns)
+		// Note: PrintSections titles a section "<name> flags:" and pads each flag
+		// line to its usage column; the title here is this manager's, followed by
+		// the group's intro, and padding at a line's end is dropped.
+		text, ours := strings.CutPrefix(section.String(), "\n"+title+" flags:\n\n")
+		if ours {
+			text = "\n" + title + ":\n" + f.intros[title] + text
 		}
-		fmt.Fprintf(&b, "\n%s:\n", g.title)
-		if g.intro != "" {
-			wrap(&b, g.intro, "  ")
-		}
-		for _, name := range names {
-			if f := fs.Lookup(name); f != nil && !printed[name] {
-				fs.printFlag(&b, f)
-				printed[name] = true
-			}
-		}
+		b.WriteString(trailingSpace.ReplaceAllString(text, ""))
 	}
-	// Note: a flag added without a group still shows, so --help cannot lose one.
-	var rest []*flag.Flag
-	fs.VisitAll(func(f *flag.Flag) {
-		if !printed[f.Name] {
-			rest = append(rest, f)
-		}
-	})
-	if len(rest) > 0 {
-		b.WriteString("\nOther:\n")
-		for _, f := range rest {
-			fs.printFlag(&b, f)
-		}
-	}
-	b.WriteString("\n")
-	b.WriteString(helpFooter)
+	b.WriteString("\n" + helpFooter)
 	_, _ = io.WriteString(w, b.String())
-}
-
-func (fs *flagSet) printFlag(b *strings.Builder, f *flag.Flag) {
-	arg, known := fs.argName[f.Name]
-	if !known {
-		if _, isBool := f.Value.(interface{ IsBoolFlag() bool }); !isBool {
-			arg, _ = flag.UnquoteUsage(f)
-		}
-	}
-	fmt.Fprintf(b, "  --%s", f.Name)
-	if arg != "" {
-		fmt.Fprintf(b, " %s", arg)
-	}
-	b.WriteString("\n")
-	usage := f.Usage
-	if f.DefValue != "" && !strings.Contains(usage, "(default ") && !strings.Contains(usage, "Default: ") {
-		if _, isString := fs.argName[f.Name]; isString && strings.ContainsAny(f.DefValue, " {}") {
-			usage += " " + unbreakable(fmt.Sprintf("(default %q)", f.DefValue))
-		} else {
-			usage += " " + unbreakable(fmt.Sprintf("(default %s)", f.DefValue))
-		}
-	}
-	wrap(b, usage, "      ")
-}
-
-// nbsp stands for a space that wrap must not break at.
-const nbsp = "\x1f"
-
-// unbreakable keeps s on one line when wrapped.
-func unbreakable(s string) string { return strings.ReplaceAll(s, " ", nbsp) }
-
-// wrap writes text as lines of at most 80 columns, each starting with indent.
-func wrap(b *strings.Builder, text, indent string) {
-	line := indent
-	for _, word := range strings.Split(strings.Join(strings.Fields(text), " "), " ") {
-		word = strings.ReplaceAll(word, nbsp, " ")
-		if len(line) > len(indent) && len(line)+1+len(word) > 80 {
-			b.WriteString(line + "\n")
-			line = indent
-		}
-		if len(line) > len(indent) {
-			line += " "
-		}
-		line += word
-	}
-	if len(line) > len(indent) {
-		b.WriteString(line + "\n")
-	}
 }
