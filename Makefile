@@ -43,6 +43,17 @@ vet: ## Run go vet.
 verify-generated: ## Fail when generated files or formatting are stale.
 	hack/verify-generated.sh
 
+.PHONY: verify-tidy
+verify-tidy: ## Fail when go.mod/go.sum (main module or hack/tools/*) are not tidy.
+	hack/verify-tidy.sh
+
+# golangci-lint, built from hack/tools/golangci-lint into bin/ on first use; override with GOLANGCI_LINT=golangci-lint.
+GOLANGCI_LINT ?= "$$(hack/build-golangci-lint.sh)"
+
+.PHONY: lint
+lint: ## Run golangci-lint (.golangci.yml) on every package.
+	$(GOLANGCI_LINT) run ./...
+
 ##@ Test
 
 .PHONY: envtest
@@ -58,7 +69,7 @@ images: docker ## Build the engine images (postgres, redis, mongo stand-in) and 
 	hack/images.sh
 
 .PHONY: test
-test: verify-generated vet images ## Run every test suite (builds what it needs first).
+test: verify-generated verify-tidy vet lint images ## Run every test suite (builds what it needs first).
 	KUBEBUILDER_ASSETS="$$(hack/build-envtest.sh)" go test $(GO_TEST_FLAGS) ./...
 
 .PHONY: bench
