@@ -1,0 +1,85 @@
+package testenv
+
+import (
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+)
+
+// proxied starts a stand-in engine answering "ok <path>", and a counting proxy in
+// front of it; the client talks to the proxy's socket as the driver would.
+func proxied(t *testing.T) (*DockerCalls, *http.Client) {
+	engine := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.WriteString(w, "ok "+r.URL.Path)
+	}))
+	t.Cleanup(engine.Close)
+	calls := CountDockerCalls(t, "tcp://"+engine.Listener.Addr().String())
+	socket := strings.TrimPrefix(calls.Host, "unix://")
+	c := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "unix", socket)
+	}}}
+	t.Cleanup(c.CloseIdleConnections)
+	return calls, c
+}
+
+func call(t *testing.T, c *http.Client, method, path string) {
+	t.Helper()
+	req, _ := http.NewRequest(method, "http://docker"+path, nil)
+	res, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = res.Body.Close() }()
+	body, _ := io.ReadAll(res.Body)
+	if method != http.MethodHead && string(body) != "ok "+path {
+		t.Errorf("%s %s reached the engine as %q", method, path, body)
+	}
+}
+
+func TestDockerCallsCountWhatReachesTheEngine(t *testing.T) {
+	calls, c := proxied(t)
+	call(t, c, "GET", "/v1.47/containers/json")
+	call(t, c, "POST", "/v1.47/containers/create")
+	call(t, c, "GET", "/v1.47/containers/3f2a/json")
+	call(t, c, "GET", "/v1.47/containers/9c1b/json")
+	call(t, c, "DELETE", "/v1.47/containers/9c1b")
+	call(t, c, "HEAD", "/_ping")
+	call(t, c, "GET", "/v1.47/events")
+
+	got := calls.Snapshot()
+	want := Calls{"GET /containers/json": 1, "POST /containers/create": 1, "GET /containers/{id}/json": 2,
+		"DELETE /containers/{id}": 1, "HEAD /_ping": 1, "GET /events": 1}
+	if len(got) != len(want) {
+		t.Fatalf("counted %v, want %v", got, want)
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s counted %d times, want %d (all: %v)", k, got[k], v, got)
+		}
+	}
+	// The event stream and version negotiation are the driver's upkeep, not work asked of the engine.
+	if got.Total() != 5 {
+		t.Errorf("total %d, want the 5 calls besides upkeep", got.Total())
+	}
+	if per := got.Per(2); per != "DELETE /containers/{id} ×0.5, GET /containers/json ×0.5, GET /containers/{id}/json ×1.0, POST /containers/create ×0.5" {
+		t.Errorf("per pass: %s", per)
+	}
+
+	calls.Reset()
+	call(t, c, "GET", "/v1.47/containers/json")
+	if got := calls.Snapshot(); len(got) != 1 || got["GET /containers/json"] != 1 {
+		t.Errorf("after Reset counted %v, want only the call since", got)
+	}
+}
+
+func TestCountDockerCallsRefusesAnUnknownHost(t *testing.T) {
+	r := &recorder{T: t}
+	if CountDockerCalls(r, "ssh://somewhere"); !strings.Contains(r.failure, "ssh://somewhere") {
+		t.Errorf("an ssh:// engine: failure %q, want one naming the host", r.failure)
+	}
+}
