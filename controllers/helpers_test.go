@@ -16,6 +16,7 @@ import (
 	"github.com/roboco-sandbox/sandbox-controller/controllers"
 	dd "github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver"
 	"github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver/fake"
+	shost "github.com/roboco-sandbox/sandbox-controller/internal/host"
 )
 
 const testNetwork = "sbx-test"
@@ -126,14 +127,14 @@ func secretOf(sb *sandboxv1.Sandbox) map[string]string {
 
 // containersOf lists the containers a Sandbox's UID label claims, in any state.
 func containersOf(host *engineSim, sb *sandboxv1.Sandbox) []dd.ContainerSummary {
-	cs, err := host.List(ctx, map[string]string{controllers.LabelUID: string(get(sb).UID)})
+	cs, err := host.List(ctx, map[string]string{shost.LabelUID: string(get(sb).UID)})
 	ExpectWithOffset(1, err).NotTo(HaveOccurred())
 	return cs
 }
 
 func containersByUID(host *engineSim, uid string) func() []dd.ContainerSummary {
 	return func() []dd.ContainerSummary {
-		cs, err := host.List(ctx, map[string]string{controllers.LabelUID: uid})
+		cs, err := host.List(ctx, map[string]string{shost.LabelUID: uid})
 		Expect(err).NotTo(HaveOccurred())
 		return cs
 	}

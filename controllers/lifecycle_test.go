@@ -11,6 +11,7 @@ import (
 	"github.com/roboco-sandbox/sandbox-controller/controllers"
 	dd "github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver"
 	"github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver/fake"
+	shost "github.com/roboco-sandbox/sandbox-controller/internal/host"
 )
 
 var _ = Describe("Lifecycle", func() {
@@ -63,8 +64,8 @@ var _ = Describe("Lifecycle", func() {
 
 	It("refuses a name held by another control plane's container, and never touches it", func() {
 		_, err := host.SeedContainer(dd.ContainerSpec{Name: "roboco-sandbox-redis-other-1", Image: "redis:8-alpine",
-			Labels: map[string]string{controllers.LabelSandbox: "1", controllers.LabelUID: "uid-of-another-api-server",
-				controllers.LabelNamespace: ns, controllers.LabelName: "other", controllers.LabelInstance: "staging"}}, true)
+			Labels: map[string]string{shost.LabelSandbox: "1", shost.LabelUID: "uid-of-another-api-server",
+				shost.LabelNamespace: ns, shost.LabelName: "other", shost.LabelInstance: "staging"}}, true)
 		Expect(err).NotTo(HaveOccurred())
 		sb := newSandbox(ns, "other", "other-1", "redis")
 		Expect(k8sClient.Create(ctx, sb)).To(Succeed())
@@ -76,8 +77,8 @@ var _ = Describe("Lifecycle", func() {
 
 	It("removes a stale same-named container whose Sandbox no longer exists", func() {
 		stale, err := host.SeedContainer(dd.ContainerSpec{Name: "roboco-sandbox-pg-stale-1", Image: "postgres:16-alpine",
-			Labels: map[string]string{controllers.LabelSandbox: "1", controllers.LabelUID: "0b7e-gone",
-				controllers.LabelNamespace: ns, controllers.LabelName: "old", controllers.LabelInstance: "default"}}, true)
+			Labels: map[string]string{shost.LabelSandbox: "1", shost.LabelUID: "0b7e-gone",
+				shost.LabelNamespace: ns, shost.LabelName: "old", shost.LabelInstance: "default"}}, true)
 		Expect(err).NotTo(HaveOccurred())
 		sb := newSandbox(ns, "fresh", "stale-1", "postgres")
 		Expect(k8sClient.Create(ctx, sb)).To(Succeed())

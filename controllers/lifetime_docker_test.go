@@ -1,22 +1,12 @@
 package controllers_test
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"net"
-	"net/http"
-	"net/http/httputil"
 	"os"
 	"os/exec"
-	"path/filepath"
-	"regexp"
-	"runtime"
-	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -33,6 +23,8 @@ import (
 	"github.com/roboco-sandbox/sandbox-controller/controllers"
 	dd "github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver"
 	"github.com/roboco-sandbox/sandbox-controller/internal/engine"
+	shost "github.com/roboco-sandbox/sandbox-controller/internal/host"
+	"github.com/roboco-sandbox/sandbox-controller/internal/testenv"
 )
 
 // dockerTestLabel marks everything the real-Docker specs create, with the run's ID,
@@ -63,25 +55,12 @@ func newRealDocker() *realDocker {
 	Expect(err).NotTo(HaveOccurred(), "no Docker engine (hack/ensure-docker.sh starts one; SANDBOX_SKIP_DOCKER=1 skips)")
 	b := make([]byte, 4)
 	_, _ = rand.Read(b)
-	rd := &realDocker{cli: cli, runID: hex.EncodeToString(b), redis: localImages()["REDIS_IMAGE"]}
+	img, err := testenv.EngineImages()
+	Expect(err).NotTo(HaveOccurred())
+	rd := &realDocker{cli: cli, runID: hex.EncodeToString(b), redis: img.Plain["redis"]}
 	Expect(rd.redis).NotTo(BeEmpty(), "hack/images.sh --print names no REDIS_IMAGE")
 	DeferCleanup(rd.cleanup)
 	return rd
-}
-
-// localImages are the engine test images hack/images.sh builds and serves.
-func localImages() map[string]string {
-	_, file, _, _ := runtime.Caller(0)
-	out, err := exec.Command(filepath.Join(filepath.Dir(file), "..", "hack", "images.sh"), "--print").Output()
-	Expect(err).NotTo(HaveOccurred(), "hack/images.sh --print")
-	refs := map[string]string{}
-	sc := bufio.NewScanner(bytes.NewReader(out))
-	for sc.Scan() {
-		if k, v, ok := strings.Cut(sc.Text(), "="); ok {
-			refs[k] = v
-		}
-	}
-	return refs
 }
 
 func (rd *realDocker) labelled(extra map[string]string) map[string]string {
@@ -111,7 +90,7 @@ func (rd *realDocker) cleanup() {
 	cctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	ids := rd.list(map[string]string{dockerTestLabel: rd.runID})
-	ids = append(ids, rd.list(map[string]string{controllers.LabelOwner: "sbx-owner-" + rd.runID})...)
+	ids = append(ids, rd.list(map[string]string{shost.LabelOwner: "sbx-owner-" + rd.runID})...)
 	for _, id := range ids {
 		if _, err := rd.cli.ContainerRemove(cctx, id, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true}); err != nil && !cerrdefs.IsNotFound(err) {
 			GinkgoWriter.Printf("cleanup: removing %s: %v\n", id, err)
@@ -167,7 +146,7 @@ var _ = Describe("Lifetime on the real Docker engine", Label("docker"), func() {
 		Eventually(condition(sb, sandboxv1.ConditionReady), 2*time.Minute, 200*time.Millisecond).Should(Equal("True/Ready"))
 		Expect(condition(sb, sandboxv1.ConditionOwnerAlive)()).To(Equal("True/Running"))
 		uid := string(get(sb).UID)
-		ids := rd.list(map[string]string{controllers.LabelUID: uid})
+		ids := rd.list(map[string]string{shost.LabelUID: uid})
 		Expect(ids).To(HaveLen(1))
 		var volumes []string
 		for _, id := range ids {
@@ -189,7 +168,7 @@ var _ = Describe("Lifetime on the real Docker engine", Label("docker"), func() {
 
 		var containersGone time.Time
 		Eventually(func() []string {
-			left := rd.list(map[string]string{controllers.LabelUID: uid})
+			left := rd.list(map[string]string{shost.LabelUID: uid})
 			if len(left) == 0 && containersGone.IsZero() {
 				containersGone = time.Now()
 			}
@@ -212,8 +191,8 @@ var _ = Describe("Lifetime on the real Docker engine", Label("docker"), func() {
 			Skip("set SANDBOX_SWEEP_BENCH=1 to measure the sweep on the real engine (creates 200 containers)")
 		}
 		rd := newRealDocker()
-		proxy := startCountingProxy("/var/run/docker.sock")
-		driver, err := dd.New(dd.WithHost("unix://" + proxy.path))
+		calls := testenv.CountDockerCalls(GinkgoT(), rd.cli.DaemonHost())
+		driver, err := dd.New(dd.WithHost(calls.Host))
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(driver.Close)
 		Expect(driver.PullImage(ctx, rd.redis, nil)).To(Succeed())
@@ -231,10 +210,10 @@ var _ = Describe("Lifetime on the real Docker engine", Label("docker"), func() {
 				_, err := rd.cli.ContainerCreate(ctx, client.ContainerCreateOptions{
 					Name: fmt.Sprintf("sbx-bench-%s-%d", rd.runID, i),
 					Config: &container.Config{Image: rd.redis, Labels: rd.labelled(map[string]string{
-						controllers.LabelSandbox: "1", controllers.LabelOwner: "sbx-owner-" + rd.runID,
-						controllers.LabelNamespace: "bench", controllers.LabelName: fmt.Sprintf("bench-%d", i),
-						controllers.LabelUID: string(uuid.NewUUID()), controllers.LabelEngine: "redis",
-						controllers.LabelInstance: "test-" + rd.runID})},
+						shost.LabelSandbox: "1", shost.LabelOwner: "sbx-owner-" + rd.runID,
+						shost.LabelNamespace: "bench", shost.LabelName: fmt.Sprintf("bench-%d", i),
+						shost.LabelUID: string(uuid.NewUUID()), shost.LabelEngine: "redis",
+						shost.LabelInstance: "test-" + rd.runID})},
 				})
 				Expect(err).NotTo(HaveOccurred())
 			})
@@ -248,27 +227,26 @@ var _ = Describe("Lifetime on the real Docker engine", Label("docker"), func() {
 		stop := startManager(driver, opts)
 		count0, _ := histogram("sandbox_sweep_duration_seconds")
 		Eventually(func() float64 { c, _ := histogram("sandbox_sweep_duration_seconds"); return c }).Should(BeNumerically(">", count0))
-		proxy.reset()
+		calls.Reset()
 		count1, sum1 := histogram("sandbox_sweep_duration_seconds")
 		Eventually(func() float64 { c, _ := histogram("sandbox_sweep_duration_seconds"); return c }, "30s").Should(BeNumerically(">=", count1+10))
 		count2, sum2 := histogram("sandbox_sweep_duration_seconds")
-		calls := proxy.snapshot()
 		passes := count2 - count1
 		look := fmt.Sprintf("%.1f ms per pass over %.0f passes; API calls per pass: %s",
-			(sum2-sum1)/passes*1000, passes, perPass(calls, passes))
+			(sum2-sum1)/passes*1000, passes, calls.Snapshot().Per(passes))
 		stop()
 
 		By("sweeping with a 1s grace period: the cost of reaping all 200")
 		Eventually(func() time.Duration { return time.Since(created) }).Should(BeNumerically(">", 2500*time.Millisecond))
-		proxy.reset()
+		calls.Reset()
 		count3, sum3 := histogram("sandbox_sweep_duration_seconds")
 		opts = realOptions(rd, time.Second)
 		opts.SweepInterval = time.Hour
 		startManager(driver, opts)
 		Eventually(func() float64 { c, _ := histogram("sandbox_sweep_duration_seconds"); return c }, "2m").Should(BeNumerically(">", count3))
 		_, sum4 := histogram("sandbox_sweep_duration_seconds")
-		Expect(rd.list(map[string]string{dockerTestLabel: rd.runID, controllers.LabelSandbox: "1"})).To(BeEmpty())
-		reap := fmt.Sprintf("%.0f ms for the pass; API calls: %s", (sum4-sum3)*1000, perPass(proxy.snapshot(), 1))
+		Expect(rd.list(map[string]string{dockerTestLabel: rd.runID, shost.LabelSandbox: "1"})).To(BeEmpty())
+		reap := fmt.Sprintf("%.0f ms for the pass; API calls: %s", (sum4-sum3)*1000, calls.Snapshot().Per(1))
 
 		AddReportEntry("sweep over 200 labelled containers (real Docker)", "look only: "+look+"\nreaping all: "+reap)
 	})
@@ -284,74 +262,4 @@ func histogram(name string) (count, sum float64) {
 		}
 	}
 	return 0, 0
-}
-
-func perPass(calls map[string]int, passes float64) string {
-	var parts []string
-	for k, v := range calls {
-		if strings.HasPrefix(k, "GET /events") || strings.HasPrefix(k, "HEAD /_ping") || strings.HasPrefix(k, "GET /_ping") {
-			continue // the event streams and version negotiation, not the sweep's
-		}
-		parts = append(parts, fmt.Sprintf("%s ×%.1f", k, float64(v)/passes))
-	}
-	slices.Sort(parts)
-	return strings.Join(parts, ", ")
-}
-
-// countingProxy forwards Docker API requests to the engine and counts them by method
-// and path (API version and container IDs elided).
-type countingProxy struct {
-	path   string
-	mu     sync.Mutex
-	counts map[string]int
-}
-
-var (
-	apiVersion  = regexp.MustCompile(`^/v[0-9.]+`)
-	containerID = regexp.MustCompile(`^/containers/[^/]+(/|$)`)
-)
-
-func startCountingProxy(daemonSocket string) *countingProxy {
-	p := &countingProxy{path: filepath.Join(GinkgoT().TempDir(), "docker.sock"), counts: map[string]int{}}
-	l, err := net.Listen("unix", p.path)
-	Expect(err).NotTo(HaveOccurred())
-	rp := &httputil.ReverseProxy{
-		Rewrite: func(pr *httputil.ProxyRequest) {
-			pr.Out.URL.Scheme, pr.Out.URL.Host = "http", "docker"
-		},
-		Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			var d net.Dialer
-			return d.DialContext(ctx, "unix", daemonSocket)
-		}},
-		FlushInterval: -1,
-	}
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		path := apiVersion.ReplaceAllString(r.URL.Path, "")
-		if !strings.HasPrefix(path, "/containers/json") && !strings.HasPrefix(path, "/containers/create") {
-			path = containerID.ReplaceAllString(path, "/containers/{id}$1")
-		}
-		p.mu.Lock()
-		p.counts[r.Method+" "+path]++
-		p.mu.Unlock()
-		rp.ServeHTTP(w, r)
-	})}
-	go func() { _ = srv.Serve(l) }()
-	DeferCleanup(srv.Close)
-	return p
-}
-
-func (p *countingProxy) reset() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	clear(p.counts)
-}
-
-func (p *countingProxy) snapshot() map[string]int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	out := make(map[string]int, len(p.counts))
-	for k, v := range p.counts {
-		out[k] = v
-	}
-	return out
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
@@ -97,15 +98,15 @@ func (c *readyCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.NewInvalidMetric(c.desc, err)
 		return
 	}
-	counts := map[string]float64{"True": 0, "False": 0, "Unknown": 0}
+	counts := map[metav1.ConditionStatus]float64{metav1.ConditionTrue: 0, metav1.ConditionFalse: 0, metav1.ConditionUnknown: 0}
 	for i := range list.Items {
-		status := "Unknown"
+		status := metav1.ConditionUnknown
 		if cond := meta.FindStatusCondition(list.Items[i].Status.Conditions, sandboxv1.ConditionReady); cond != nil {
-			status = string(cond.Status)
+			status = cond.Status
 		}
 		counts[status]++
 	}
 	for status, n := range counts {
-		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, n, status)
+		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, n, string(status))
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/roboco-sandbox/sandbox-controller/internal/engine"
+	"github.com/roboco-sandbox/sandbox-controller/internal/host"
 )
 
 // Options are the operator's settings for every Sandbox (the manager's flags).
@@ -129,7 +130,7 @@ func (o Options) validateImages(bad func(format string, args ...any)) {
 // validateResources reports limits Docker refuses or that contradict each other.
 func (o Options) validateResources(bad func(format string, args ...any)) {
 	// Docker refuses a memory limit under 6Mi.
-	if o.DefaultMemory.Value() < 6<<20 {
+	if o.DefaultMemory.Value() < host.MinMemoryBytes {
 		bad("--default-memory %s is below Docker's minimum of 6Mi", o.DefaultMemory.String())
 	}
 	if o.MaxMemory.Sign() <= 0 {

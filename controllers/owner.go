@@ -90,7 +90,7 @@ func (r *SandboxReconciler) reconcileOwner(ctx context.Context, sb *sandboxv1.Sa
 	switch {
 	case err == nil && owner.State == dd.StateRunning:
 		if since := sb.Status.OwnerMissingSince; since != nil {
-			r.Recorder.Eventf(sb, nil, corev1.EventTypeNormal, "OwnerBack", "Reconcile",
+			r.Recorder.Eventf(sb, nil, corev1.EventTypeNormal, sandboxv1.EventOwnerBack, sandboxv1.ActionReconcile,
 				"owner container %s runs again after %s missing", name, time.Since(since.Time).Round(time.Second))
 			log.Info("Owner container runs again", "missingSince", since.Time)
 		}
@@ -109,7 +109,7 @@ func (r *SandboxReconciler) reconcileOwner(ctx context.Context, sb *sandboxv1.Sa
 	now := time.Now()
 	if sb.Status.OwnerMissingSince == nil {
 		sb.Status.OwnerMissingSince = &metav1.Time{Time: ceilSecond(now)}
-		r.Recorder.Eventf(sb, nil, corev1.EventTypeWarning, "OwnerMissing", "Reconcile",
+		r.Recorder.Eventf(sb, nil, corev1.EventTypeWarning, sandboxv1.EventOwnerMissing, sandboxv1.ActionReconcile,
 			"owner container %s is %s; the Sandbox is deleted if it stays so for %s", name, ownerState(owner, err), r.gracePeriod(sb))
 		log.Info("Owner container missing", "state", ownerState(owner, err), "gracePeriod", r.gracePeriod(sb))
 	}
@@ -125,19 +125,27 @@ func (r *SandboxReconciler) reconcileOwner(ctx context.Context, sb *sandboxv1.Sa
 
 	msg := fmt.Sprintf("owner container %s has been %s since %s (grace period %s): deleting the Sandbox",
 		name, ownerState(owner, err), since.UTC().Format(time.RFC3339), grace)
+	deleted, derr := r.deleteForGoneOwner(ctx, sb, msg)
+	if deleted {
+		log.Info("Deleting the Sandbox: owner gone", "missingSince", since, "gracePeriod", grace,
+			"late", now.Sub(deadline).Round(time.Millisecond))
+	}
+	return 0, deleted, derr
+}
+
+// deleteForGoneOwner deletes the Sandbox (this UID only) and says why in Ready.
+func (r *SandboxReconciler) deleteForGoneOwner(ctx context.Context, sb *sandboxv1.Sandbox, msg string) (bool, error) {
 	setCondition(sb, sandboxv1.ConditionReady, metav1.ConditionFalse, sandboxv1.ReasonOwnerGone, msg)
 	uid := sb.UID
 	if err := r.Delete(ctx, sb, client.Preconditions{UID: &uid}); err != nil {
 		if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
-			return 0, true, nil // already gone, or another object by that name now
+			return true, nil // already gone, or another object by that name now
 		}
-		return 0, false, fmt.Errorf("deleting the Sandbox of a gone owner: %w", err)
+		return false, fmt.Errorf("deleting the Sandbox of a gone owner: %w", err)
 	}
-	r.Recorder.Eventf(sb, nil, corev1.EventTypeNormal, sandboxv1.ReasonOwnerGone, "Delete", "%s", msg)
-	log.Info("Deleting the Sandbox: owner gone", "missingSince", since, "gracePeriod", grace,
-		"late", now.Sub(deadline).Round(time.Millisecond))
+	r.Recorder.Eventf(sb, nil, corev1.EventTypeNormal, sandboxv1.EventOwnerGone, sandboxv1.ActionDelete, "%s", msg)
 	lifetimeMetrics.ownerGoneDeletions.Inc()
-	return 0, true, nil
+	return true, nil
 }
 
 // ceilSecond rounds t up to a whole second, the precision of a persisted metav1.Time:
@@ -172,8 +180,9 @@ func withOwnerDeadline(result ctrl.Result, err error, ownerLeft time.Duration) (
 	if err != nil && !errors.Is(err, reconcile.TerminalError(nil)) {
 		return result, err // retried with backoff, which is sooner than any deadline that matters
 	}
-	if result.RequeueAfter == 0 || ownerLeft < result.RequeueAfter || err != nil {
-		result.RequeueAfter = ownerLeft
+	if err != nil {
+		return ctrl.Result{RequeueAfter: ownerLeft}, nil
 	}
+	result.RequeueAfter = soonest(result.RequeueAfter, ownerLeft)
 	return result, nil
 }

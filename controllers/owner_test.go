@@ -231,6 +231,24 @@ var _ = Describe("Owner", func() {
 		Eventually(gone(sb)).Should(BeTrue())
 	})
 
+	It("decides the Sandbox's lifetime before any Docker work for its services", func() {
+		const grace = time.Second
+		sb := ownedSandbox(ns, "late", "late-1", 0, "postgres")
+		Expect(k8sClient.Create(ctx, sb)).To(Succeed())
+		created := get(sb)
+		created.Status.OwnerMissingSince = &metav1.Time{Time: time.Now().Add(-time.Minute)}
+		Expect(k8sClient.Status().Update(ctx, created)).To(Succeed())
+		time.Sleep(time.Until(created.CreationTimestamp.Add(grace))) // the controller is down: nothing to poll
+
+		host.ResetCalls()
+		startManager(host, lifetimeOptions(grace))
+		whenDeleted(sb, 10*time.Second)
+		Eventually(gone(sb)).Should(BeTrue())
+		for _, verb := range []fake.Verb{fake.VerbImagePresent, fake.VerbPullImage, fake.VerbCreateContainer, fake.VerbExec} {
+			Expect(host.Calls(verb)).To(BeZero(), "%s called for a Sandbox whose owner's grace had run out", verb)
+		}
+	})
+
 	It("does not conclude the owner is missing while Docker does not answer", func() {
 		const grace = 2 * time.Second
 		startManager(host, lifetimeOptions(grace))

@@ -10,10 +10,10 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
-	"github.com/roboco-sandbox/sandbox-controller/controllers"
 	dd "github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver"
 	"github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver/fake"
 	"github.com/roboco-sandbox/sandbox-controller/internal/engine"
+	shost "github.com/roboco-sandbox/sandbox-controller/internal/host"
 )
 
 var _ = Describe("Provisioning", func() {
@@ -83,10 +83,10 @@ var _ = Describe("Provisioning", func() {
 				c, ok := host.Peek(summary.ID)
 				Expect(ok).To(BeTrue())
 				Expect(c.State).To(Equal(dd.StateRunning))
-				Expect(c.Labels).To(HaveKeyWithValue(controllers.LabelSandbox, "1"))
-				Expect(c.Labels).To(HaveKeyWithValue(controllers.LabelOwner, "roboco-agent-"+sb.Spec.AgentID))
-				Expect(c.Labels).To(HaveKeyWithValue(controllers.LabelNamespace, ns))
-				Expect(c.Labels).To(HaveKeyWithValue(controllers.LabelName, "happy"))
+				Expect(c.Labels).To(HaveKeyWithValue(shost.LabelSandbox, "1"))
+				Expect(c.Labels).To(HaveKeyWithValue(shost.LabelOwner, "roboco-agent-"+sb.Spec.AgentID))
+				Expect(c.Labels).To(HaveKeyWithValue(shost.LabelNamespace, ns))
+				Expect(c.Labels).To(HaveKeyWithValue(shost.LabelName, "happy"))
 				Expect(c.MemoryBytes).To(Equal(int64(512 << 20)))
 				Expect(c.NanoCPUs).To(Equal(int64(1e9)))
 				Expect(c.PidsLimit).To(BeNumerically(">", 0))

@@ -25,12 +25,18 @@ func (e errSecretConflict) Error() string {
 	return fmt.Sprintf("Secret %s exists and is not controlled by this Sandbox: delete or rename it", e.name)
 }
 
-// reconcileSecret makes sure the credentials Secret exists, holding a password for
-// every requested engine and the ROBOCO_TEST_* variables with these hosts (by engine;
-// a missing host publishes the container name). It returns the passwords by engine.
-// Note: passwords are created once and never rotated here; only a lost Secret leads
-// to new ones (and, through the config hash, to new containers).
-func (r *SandboxReconciler) reconcileSecret(ctx context.Context, sb *sandboxv1.Sandbox, hosts map[string]string) (map[string]string, error) {
+// credentials are a Sandbox's passwords by engine, and the Secret that holds them
+// as it stands on the API server.
+type credentials struct {
+	passwords map[string]string
+	secret    *corev1.Secret
+}
+
+// ensureSecret reads the credentials Secret, or creates it, so that every service's
+// password is stored before any container is made with it. Passwords are created
+// once and never rotated here; only a lost Secret leads to new ones (and, through
+// the containers' fingerprint, to new containers).
+func (r *SandboxReconciler) ensureSecret(ctx context.Context, sb *sandboxv1.Sandbox) (*credentials, error) {
 	key := types.NamespacedName{Namespace: sb.Namespace, Name: secretName(sb)}
 	secret := &corev1.Secret{}
 	err := r.APIReader.Get(ctx, key, secret)
@@ -41,24 +47,63 @@ func (r *SandboxReconciler) reconcileSecret(ctx context.Context, sb *sandboxv1.S
 	if exists && !metav1.IsControlledBy(secret, sb) {
 		return nil, errSecretConflict{name: key.Name}
 	}
-
-	passwords := map[string]string{}
+	creds := &credentials{passwords: map[string]string{}, secret: secret}
 	for _, svc := range sb.Spec.Services {
 		e, ok := engine.Lookup(string(svc.Engine))
 		if !ok {
 			continue
 		}
-		if pw := string(secret.Data[e.PasswordKey()]); pw != "" {
-			passwords[e.Name()] = pw
-			continue
+		if creds.passwords[e.Name()] = string(secret.Data[e.PasswordKey()]); creds.passwords[e.Name()] == "" {
+			if creds.passwords[e.Name()], err = engine.NewPassword(); err != nil {
+				return nil, err
+			}
 		}
-		pw, err := engine.NewPassword()
-		if err != nil {
-			return nil, err
-		}
-		passwords[e.Name()] = pw
 	}
+	if !exists {
+		return creds, r.createSecret(ctx, sb, key, creds)
+	}
+	return creds, r.publishSecret(ctx, sb, creds)
+}
 
+func (r *SandboxReconciler) createSecret(ctx context.Context, sb *sandboxv1.Sandbox, key types.NamespacedName, creds *credentials) error {
+	if sb.Status.SecretName != "" {
+		// It existed: someone deleted it. The new passwords change the containers'
+		// fingerprint, so they are replaced to match.
+		r.Recorder.Eventf(sb, nil, corev1.EventTypeWarning, sandboxv1.EventSecretRecreated, sandboxv1.ActionReconcile,
+			"Secret %s was deleted: new passwords are made and the service containers replaced to match", key.Name)
+	}
+	creds.secret = &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: key.Name, Namespace: key.Namespace, Labels: map[string]string{SecretLabel: sb.Name}},
+		Type:       corev1.SecretTypeOpaque,
+		Data:       secretData(sb, creds.passwords),
+	}
+	if err := controllerutil.SetControllerReference(sb, creds.secret, r.Scheme); err != nil {
+		return err
+	}
+	if err := r.Create(ctx, creds.secret); err != nil {
+		return fmt.Errorf("creating Secret %s: %w", key.Name, err)
+	}
+	return nil
+}
+
+// publishSecret brings the Secret's data up to date with the passwords and the
+// hosts status holds (on the default bridge, IPs known only after start).
+func (r *SandboxReconciler) publishSecret(ctx context.Context, sb *sandboxv1.Sandbox, creds *credentials) error {
+	data := secretData(sb, creds.passwords)
+	if maps.EqualFunc(creds.secret.Data, data, func(a, b []byte) bool { return string(a) == string(b) }) {
+		return nil
+	}
+	creds.secret.Data = data
+	if err := r.Update(ctx, creds.secret); err != nil {
+		return fmt.Errorf("updating Secret %s: %w", creds.secret.Name, err)
+	}
+	return nil
+}
+
+// secretData is the ROBOCO_TEST_* variables of every service: its password, and its
+// host from status (the container's DNS name until status knows better).
+func secretData(sb *sandboxv1.Sandbox, passwords map[string]string) map[string][]byte {
+	hosts := hostsOf(sb)
 	data := map[string][]byte{}
 	for name, pw := range passwords {
 		e, _ := engine.Lookup(name)
@@ -70,35 +115,7 @@ func (r *SandboxReconciler) reconcileSecret(ctx context.Context, sb *sandboxv1.S
 			data[k] = []byte(v)
 		}
 	}
-
-	if !exists {
-		if sb.Status.SecretName != "" {
-			// It existed: someone deleted it. The new passwords change the containers'
-			// config hash, so they are replaced to match.
-			r.Recorder.Eventf(sb, nil, corev1.EventTypeWarning, "SecretRecreated", "Reconcile",
-				"Secret %s was deleted: new passwords are made and the service containers replaced to match", key.Name)
-		}
-		secret = &corev1.Secret{
-			ObjectMeta: metav1.ObjectMeta{Name: key.Name, Namespace: key.Namespace,
-				Labels: map[string]string{SecretLabel: sb.Name}},
-			Type: corev1.SecretTypeOpaque,
-			Data: data,
-		}
-		if err := controllerutil.SetControllerReference(sb, secret, r.Scheme); err != nil {
-			return nil, err
-		}
-		if err := r.Create(ctx, secret); err != nil {
-			return nil, fmt.Errorf("creating Secret %s: %w", key.Name, err)
-		}
-		return passwords, nil
-	}
-	if !maps.EqualFunc(secret.Data, data, func(a, b []byte) bool { return string(a) == string(b) }) {
-		secret.Data = data
-		if err := r.Update(ctx, secret); err != nil {
-			return nil, fmt.Errorf("updating Secret %s: %w", key.Name, err)
-		}
-	}
-	return passwords, nil
+	return data
 }
 
 // hostsOf returns the hosts to publish that are not names on the service network:

@@ -113,56 +113,11 @@ func (s *engineSim) Exec(ctx context.Context, id string, spec dd.ExecSpec) (dd.E
 		k, v, _ := strings.Cut(kv, "=")
 		env[k] = v
 	}
-	denied := dd.ExecResult{ExitCode: 2, Stderr: "authentication failed"}
 	switch spec.Cmd[0] {
 	case "psql":
-		s.mu.Lock()
-		leak := s.leak
-		s.mu.Unlock()
-		if leak {
-			return dd.ExecResult{ExitCode: 2, Stderr: "FATAL: odd tool quoting its password " + spec.Env["PGPASSWORD"]}, nil
-		}
-		if spec.Env["PGPASSWORD"] != env["POSTGRES_PASSWORD"] || env["POSTGRES_PASSWORD"] == "" {
-			return denied, nil
-		}
-		sql := spec.Cmd[len(spec.Cmd)-1]
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		switch {
-		case sql == "SELECT 1":
-			return dd.ExecResult{Stdout: "1\n"}, nil
-		case strings.HasPrefix(sql, "CREATE EXTENSION"):
-			for _, stmt := range strings.Split(sql, ";") {
-				if name, ok := strings.CutPrefix(strings.TrimSpace(stmt), `CREATE EXTENSION IF NOT EXISTS "`); ok {
-					name = strings.TrimSuffix(name, `"`)
-					if !s.broken[name] && !slices.Contains(s.created[c.ID], name) {
-						s.created[c.ID] = append(s.created[c.ID], name)
-					}
-				}
-			}
-			return dd.ExecResult{}, nil
-		case sql == "SELECT extname FROM pg_extension":
-			return dd.ExecResult{Stdout: strings.Join(append([]string{"plpgsql"}, s.created[c.ID]...), "\n") + "\n"}, nil
-		}
+		return s.psql(c, env, spec), nil
 	case "redis-cli":
-		i := slices.Index(c.Cmd, "--requirepass")
-		if i < 0 || i+1 >= len(c.Cmd) || spec.Env["REDISCLI_AUTH"] != c.Cmd[i+1] {
-			return dd.ExecResult{Stdout: "NOAUTH Authentication required.\n"}, nil
-		}
-		switch strings.Join(spec.Cmd[len(spec.Cmd)-2:], " ") {
-		case "MODULE LIST":
-			names := map[string]string{"redisearch.so": "search", "rejson.so": "ReJSON", "redisbloom.so": "bf"}
-			var out []string
-			for j, arg := range c.Cmd {
-				if arg == "--loadmodule" && j+1 < len(c.Cmd) {
-					base := c.Cmd[j+1][strings.LastIndex(c.Cmd[j+1], "/")+1:]
-					out = append(out, "name", names[base], "ver", "1")
-				}
-			}
-			return dd.ExecResult{Stdout: strings.Join(out, "\n") + "\n"}, nil
-		default:
-			return dd.ExecResult{Stdout: "PONG\n"}, nil
-		}
+		return redisCLI(c, spec), nil
 	case "bash": // mongo: a port check, then mongosh
 		pw := env["MONGO_INITDB_ROOT_PASSWORD"]
 		if pw == "" || !strings.Contains(spec.Env["SANDBOX_PROBE_URI"], ":"+pw+"@") {
@@ -171,4 +126,56 @@ func (s *engineSim) Exec(ctx context.Context, id string, spec dd.ExecSpec) (dd.E
 		return dd.ExecResult{Stdout: "1\n"}, nil
 	}
 	return res, nil
+}
+
+var denied = dd.ExecResult{ExitCode: 2, Stderr: "authentication failed"}
+
+// psql answers the probe, CREATE EXTENSION and the extension list for c.
+func (s *engineSim) psql(c dd.Container, env map[string]string, spec dd.ExecSpec) dd.ExecResult {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.leak {
+		return dd.ExecResult{ExitCode: 2, Stderr: "FATAL: odd tool quoting its password " + spec.Env["PGPASSWORD"]}
+	}
+	if spec.Env["PGPASSWORD"] != env["POSTGRES_PASSWORD"] || env["POSTGRES_PASSWORD"] == "" {
+		return denied
+	}
+	sql := spec.Cmd[len(spec.Cmd)-1]
+	switch {
+	case sql == "SELECT 1":
+		return dd.ExecResult{Stdout: "1\n"}
+	case strings.HasPrefix(sql, "CREATE EXTENSION"):
+		for _, stmt := range strings.Split(sql, ";") {
+			if name, ok := strings.CutPrefix(strings.TrimSpace(stmt), `CREATE EXTENSION IF NOT EXISTS "`); ok {
+				name = strings.TrimSuffix(name, `"`)
+				if !s.broken[name] && !slices.Contains(s.created[c.ID], name) {
+					s.created[c.ID] = append(s.created[c.ID], name)
+				}
+			}
+		}
+		return dd.ExecResult{}
+	case sql == "SELECT extname FROM pg_extension":
+		return dd.ExecResult{Stdout: strings.Join(append([]string{"plpgsql"}, s.created[c.ID]...), "\n") + "\n"}
+	}
+	return dd.ExecResult{}
+}
+
+// redisCLI answers the probe and MODULE LIST for c, checking --requirepass.
+func redisCLI(c dd.Container, spec dd.ExecSpec) dd.ExecResult {
+	i := slices.Index(c.Cmd, "--requirepass")
+	if i < 0 || i+1 >= len(c.Cmd) || spec.Env["REDISCLI_AUTH"] != c.Cmd[i+1] {
+		return dd.ExecResult{Stdout: "NOAUTH Authentication required.\n"}
+	}
+	if strings.Join(spec.Cmd[len(spec.Cmd)-2:], " ") != "MODULE LIST" {
+		return dd.ExecResult{Stdout: "PONG\n"}
+	}
+	names := map[string]string{"redisearch.so": "search", "rejson.so": "ReJSON", "redisbloom.so": "bf"}
+	var out []string
+	for j, arg := range c.Cmd {
+		if arg == "--loadmodule" && j+1 < len(c.Cmd) {
+			base := c.Cmd[j+1][strings.LastIndex(c.Cmd[j+1], "/")+1:]
+			out = append(out, "name", names[base], "ver", "1")
+		}
+	}
+	return dd.ExecResult{Stdout: strings.Join(out, "\n") + "\n"}
 }

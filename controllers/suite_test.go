@@ -7,8 +7,6 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -16,7 +14,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
 	"github.com/roboco-sandbox/sandbox-controller/controllers"
 	dd "github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver"
 	"github.com/roboco-sandbox/sandbox-controller/internal/testenv"
@@ -25,7 +22,7 @@ import (
 var (
 	env       *testenv.Env
 	k8sClient client.Client // not cached: assertions read what the API server has
-	scheme    = runtime.NewScheme()
+	scheme    = controllers.NewScheme()
 	ctx       context.Context
 )
 
@@ -39,8 +36,6 @@ func TestControllers(t *testing.T) {
 var _ = BeforeSuite(func() {
 	ctrl.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
 	ctx = context.Background()
-	Expect(clientgoscheme.AddToScheme(scheme)).To(Succeed())
-	Expect(sandboxv1.AddToScheme(scheme)).To(Succeed())
 	var err error
 	env, err = testenv.Start()
 	Expect(err).NotTo(HaveOccurred())
@@ -64,9 +59,7 @@ func startManager(driver dd.Driver, opts controllers.Options) (stop func()) {
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
 	})
 	Expect(err).NotTo(HaveOccurred())
-	r := &controllers.SandboxReconciler{Client: mgr.GetClient(), Driver: driver, Options: opts}
-	Expect(r.SetupWithManager(mgr)).To(Succeed())
-	Expect((&controllers.SweepReconciler{Driver: driver, Options: opts}).SetupWithManager(mgr)).To(Succeed())
+	Expect(controllers.Setup{Options: opts, Sweep: true}.AddToManager(mgr, driver)).To(Succeed())
 	mctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() {

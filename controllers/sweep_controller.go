@@ -23,6 +23,7 @@ import (
 
 	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
 	dd "github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver"
+	"github.com/roboco-sandbox/sandbox-controller/internal/host"
 )
 
 // Kinds of orphans, the values of sandbox_orphans_reaped_total's kind label.
@@ -45,6 +46,9 @@ const (
 	// container is taken to be up to a second younger than listed, so it is never
 	// reaped before its grace period.
 	listSlack = time.Second
+	// sweepBuffer bounds the events waiting for the sweep; past it the sweep is
+	// behind (removes nothing) until it catches up.
+	sweepBuffer = 1024
 )
 
 // SweepReconciler removes the containers no Sandbox owns any more: those carrying
@@ -67,6 +71,8 @@ type SweepReconciler struct {
 	APIReader client.Reader
 	Driver    dd.Driver
 	Options   Options
+	// events is the Docker host's event stream, shared with the Sandbox reconciler.
+	events *hostEvents
 
 	stream streamState
 
@@ -98,7 +104,7 @@ func (r *SweepReconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.R
 	if selector == nil {
 		selector = map[string]string{}
 	}
-	selector[LabelSandbox] = labelSandboxTrue
+	selector[host.LabelSandbox] = host.LabelSandboxTrue
 	containers, err := r.Driver.List(ctx, selector)
 	if err != nil {
 		return ctrl.Result{}, sweepFailed(ctx, "list-containers", err)
@@ -108,33 +114,10 @@ func (r *SweepReconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.R
 		return ctrl.Result{}, sweepFailed(ctx, "list-sandboxes", err)
 	}
 
-	p := sweepPlan{now: time.Now(), grace: r.Options.GracePeriod}
-	legacy := map[string][]dd.ContainerSummary{}
-	for _, c := range containers {
-		if uid, ours := c.Labels[LabelUID]; ours {
-			// Another control plane's UIDs mean nothing to our API server.
-			if c.Labels[LabelInstance] == r.Options.Instance && !live[types.UID(uid)] {
-				p.consider(c, orphanUID, c.CreatedAt)
-			}
-			continue
-		}
-		if owner := c.Labels[LabelOwner]; owner != "" {
-			legacy[owner] = append(legacy[owner], c)
-		}
+	p, err := r.plan(ctx, containers, live)
+	if err != nil {
+		return ctrl.Result{}, sweepFailed(ctx, "inspect-owner", err)
 	}
-	for owner, cs := range legacy {
-		since, err := r.legacyOwnerGoneSince(ctx, owner, p.now)
-		if err != nil {
-			return ctrl.Result{}, sweepFailed(ctx, "inspect-owner", err)
-		}
-		if since.IsZero() {
-			continue // the owner runs
-		}
-		for _, c := range cs {
-			p.consider(c, orphanLegacy, since)
-		}
-	}
-	r.rememberLegacyOwners(legacy)
 
 	// The stream may have broken while we listed.
 	if why := r.stream.behind(); why != "" {
@@ -148,45 +131,45 @@ func (r *SweepReconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.R
 	return ctrl.Result{RequeueAfter: p.next}, nil
 }
 
+// plan decides which containers are orphans: this instance's whose Sandbox UID is
+// not live, and legacy ones whose owner container is gone.
+func (r *SweepReconciler) plan(ctx context.Context, containers []dd.ContainerSummary, live map[types.UID]bool) (sweepPlan, error) {
+	p := sweepPlan{now: time.Now(), grace: r.Options.GracePeriod}
+	legacy := map[string][]dd.ContainerSummary{}
+	for _, c := range containers {
+		if uid, ours := c.Labels[host.LabelUID]; ours {
+			// Another control plane's UIDs mean nothing to our API server.
+			if c.Labels[host.LabelInstance] == r.Options.Instance && !live[types.UID(uid)] {
+				p.consider(c, orphanUID, c.CreatedAt)
+			}
+			continue
+		}
+		if owner := c.Labels[host.LabelOwner]; owner != "" {
+			legacy[owner] = append(legacy[owner], c)
+		}
+	}
+	for owner, cs := range legacy {
+		since, err := r.legacyOwnerGoneSince(ctx, owner, p.now)
+		if err != nil {
+			return p, err
+		}
+		if since.IsZero() {
+			continue // the owner runs
+		}
+		for _, c := range cs {
+			p.consider(c, orphanLegacy, since)
+		}
+	}
+	r.rememberLegacyOwners(legacy)
+	return p, nil
+}
+
 // sweepFailed reports a pass that removed nothing (or, for "remove", not all it
 // meant to) and hands the error back, for a retry with backoff.
 func sweepFailed(ctx context.Context, stage string, err error) error {
 	lifetimeMetrics.sweepErrors.WithLabelValues(stage).Inc()
 	logf.FromContext(ctx).Info("Orphan sweep incomplete; retrying with backoff", "stage", stage, "error", err.Error())
 	return fmt.Errorf("orphan sweep, %s: %w", stage, err)
-}
-
-// sweepPlan collects what a pass removes and when the next container comes of age.
-type sweepPlan struct {
-	now     time.Time
-	grace   time.Duration
-	reap    []orphan
-	waiting int
-	next    time.Duration
-}
-
-type orphan struct {
-	dd.ContainerSummary
-	kind string
-	age  time.Duration
-}
-
-// consider plans to remove c once it is older than the grace period and, since
-// missingSince, its owner (or Sandbox) has been gone that long.
-func (p *sweepPlan) consider(c dd.ContainerSummary, kind string, missingSince time.Time) {
-	created := c.CreatedAt.Add(listSlack)
-	deadline := created.Add(p.grace)
-	if d := missingSince.Add(p.grace); d.After(deadline) {
-		deadline = d
-	}
-	if left := deadline.Sub(p.now); left > 0 {
-		p.waiting++
-		if p.next == 0 || left < p.next {
-			p.next = left
-		}
-		return
-	}
-	p.reap = append(p.reap, orphan{ContainerSummary: c, kind: kind, age: p.now.Sub(c.CreatedAt)})
 }
 
 // liveUIDs lists the UIDs of the Sandboxes that exist, live from the API server.
@@ -206,56 +189,6 @@ func (r *SweepReconciler) liveUIDs(ctx context.Context) (map[types.UID]bool, err
 		live[item.UID] = true
 	}
 	return live, nil
-}
-
-// legacyOwnerGoneSince says since when a legacy container's owner has not been
-// running (zero: it runs). An owner that exited counts from Docker's record of
-// its exit; one that does not exist from when this process first saw it absent.
-func (r *SweepReconciler) legacyOwnerGoneSince(ctx context.Context, owner string, now time.Time) (time.Time, error) {
-	c, err := r.Driver.Inspect(ctx, owner)
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	switch {
-	case errors.Is(err, dd.ErrNotFound):
-		if since, ok := r.ownerMissing[owner]; ok {
-			return since, nil
-		}
-		r.ownerMissing[owner] = now
-		return now, nil
-	case err != nil:
-		return time.Time{}, err
-	}
-	delete(r.ownerMissing, owner)
-	switch {
-	case c.State == dd.StateRunning:
-		return time.Time{}, nil
-	case c.StartedAt.IsZero():
-		return c.CreatedAt, nil // never started
-	case c.FinishedAt.After(c.StartedAt):
-		return c.FinishedAt, nil
-	default:
-		return now, nil // paused or restarting: no record of when it stopped serving
-	}
-}
-
-func (r *SweepReconciler) rememberLegacyOwners(legacy map[string][]dd.ContainerSummary) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.legacyOwners = make(map[string]bool, len(legacy))
-	for owner := range legacy {
-		r.legacyOwners[owner] = true
-	}
-	for owner := range r.ownerMissing {
-		if !r.legacyOwners[owner] {
-			delete(r.ownerMissing, owner)
-		}
-	}
-}
-
-func (r *SweepReconciler) isLegacyOwner(name string) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.legacyOwners[name]
 }
 
 // reap removes the orphans (stop, kill, remove with volumes), a few at a time, and
@@ -292,6 +225,9 @@ func (r *SweepReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	r.legacyOwners = map[string]bool{}
 	r.ownerMissing = map[string]time.Time{}
+	if r.events == nil {
+		r.events = newHostEvents(r.Driver)
+	}
 	toSweep := func(context.Context, *sandboxv1.Sandbox) []reconcile.Request {
 		return []reconcile.Request{sweepRequest}
 	}
@@ -318,7 +254,10 @@ func (r *SweepReconciler) SetupWithManager(mgr ctrl.Manager) error {
 // bring a legacy owner's grace period to its end. Started with the controller,
 // so only on the leader.
 func (r *SweepReconciler) startTriggers(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
-	events := r.Driver.Events(ctx, dd.EventFilter{})
+	events, err := r.events.subscribe(ctx, "sweep", sweepBuffer)
+	if err != nil {
+		return err
+	}
 	r.stream.subscribed()
 	go func() {
 		log := logf.FromContext(ctx).WithName("sweep-events")
@@ -326,12 +265,12 @@ func (r *SweepReconciler) startTriggers(ctx context.Context, q workqueue.TypedRa
 			switch {
 			case ev.Type == dd.EventLost:
 				r.stream.lost()
-				log.Info("Docker event stream broken: sweeps remove nothing until it resyncs")
+				log.Info("Docker events lost: sweeps remove nothing until the stream resyncs")
 			case ev.Type == dd.EventResync:
 				r.stream.resynced()
 				q.Add(sweepRequest)
 			case ev.Type != dd.EventDie && ev.Type != dd.EventDestroy:
-			case ev.Labels[LabelSandbox] == labelSandboxTrue || r.isLegacyOwner(ev.Name):
+			case isSandboxContainer(ev.Labels) || r.isLegacyOwner(ev.Name):
 				q.AddAfter(sweepRequest, sweepDebounce)
 			}
 		}
@@ -350,47 +289,4 @@ func (r *SweepReconciler) startTriggers(ctx context.Context, q workqueue.TypedRa
 		}
 	}()
 	return nil
-}
-
-// streamState knows whether the sweep's Docker event stream may have missed
-// events: before it is subscribed, and from an EventLost until the EventResync
-// after it.
-type streamState struct {
-	mu       sync.Mutex
-	started  bool
-	lostAt   time.Time
-	isBehind bool
-}
-
-func (s *streamState) subscribed() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.started = true
-}
-
-func (s *streamState) lost() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if !s.isBehind {
-		s.isBehind, s.lostAt = true, time.Now()
-	}
-}
-
-func (s *streamState) resynced() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.isBehind = false
-}
-
-// behind says why the stream cannot be trusted, or "".
-func (s *streamState) behind() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	switch {
-	case !s.started:
-		return "the Docker event stream is not subscribed yet"
-	case s.isBehind:
-		return fmt.Sprintf("the Docker event stream has been broken since %s; waiting for its resync", s.lostAt.Format(time.RFC3339))
-	}
-	return ""
 }

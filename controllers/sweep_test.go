@@ -13,6 +13,7 @@ import (
 	"github.com/roboco-sandbox/sandbox-controller/controllers"
 	dd "github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver"
 	"github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver/fake"
+	shost "github.com/roboco-sandbox/sandbox-controller/internal/host"
 )
 
 // sweepOptions are the test options with a short grace period and a sweep every second.
@@ -26,7 +27,7 @@ func sweepOptions(grace time.Duration) controllers.Options {
 // upstream's SandboxProvisioner made them.
 func seedLegacy(host *engineSim, name, owner string) dd.Container {
 	c, err := host.SeedContainer(dd.ContainerSpec{Name: name, Image: "postgres:16-alpine", Labels: map[string]string{
-		controllers.LabelSandbox: "1", controllers.LabelOwner: owner}}, true)
+		shost.LabelSandbox: "1", shost.LabelOwner: owner}}, true)
 	ExpectWithOffset(1, err).NotTo(HaveOccurred())
 	return c
 }
@@ -35,9 +36,9 @@ func seedLegacy(host *engineSim, name, owner string) dd.Container {
 // not exist.
 func seedOrphan(host *engineSim, container, ns, name, uid string) dd.Container {
 	c, err := host.SeedContainer(dd.ContainerSpec{Name: container, Image: "redis:8-alpine", Labels: map[string]string{
-		controllers.LabelSandbox: "1", controllers.LabelOwner: "roboco-agent-" + name,
-		controllers.LabelNamespace: ns, controllers.LabelName: name, controllers.LabelUID: uid, controllers.LabelEngine: "redis",
-		controllers.LabelInstance: "default"}}, true)
+		shost.LabelSandbox: "1", shost.LabelOwner: "roboco-agent-" + name,
+		shost.LabelNamespace: ns, shost.LabelName: name, shost.LabelUID: uid, shost.LabelEngine: "redis",
+		shost.LabelInstance: "default"}}, true)
 	ExpectWithOffset(1, err).NotTo(HaveOccurred())
 	return c
 }
@@ -163,7 +164,7 @@ var _ = Describe("Orphan sweep", func() {
 		waitReady(sb)
 		ids := containerIDs(host, sb)
 		for _, c := range containersOf(host, sb) {
-			Expect(c.Labels).To(HaveKeyWithValue(controllers.LabelOwner, "roboco-agent-live-1"))
+			Expect(c.Labels).To(HaveKeyWithValue(shost.LabelOwner, "roboco-agent-live-1"))
 		}
 		seedLegacy(host, "roboco-sandbox-pg-old-live-1", "roboco-agent-live-1")
 		seedOrphan(host, "roboco-sandbox-redis-old-live-1", ns, "live", string(uuid.NewUUID())) // a previous incarnation
@@ -227,8 +228,8 @@ var _ = Describe("Orphan sweep", func() {
 		// Another instance's container: its UID means nothing to our API server.
 		theirs := seedOrphan(host, "roboco-sandbox-redis-theirs-1", ns, "theirs", string(uuid.NewUUID()))
 		_, err := host.SeedContainer(dd.ContainerSpec{Name: "roboco-sandbox-redis-mine-1", Image: "redis:8-alpine", Labels: map[string]string{
-			controllers.LabelSandbox: "1", controllers.LabelUID: string(uuid.NewUUID()), controllers.LabelInstance: "mine",
-			controllers.LabelNamespace: ns, controllers.LabelName: "mine"}}, true)
+			shost.LabelSandbox: "1", shost.LabelUID: string(uuid.NewUUID()), shost.LabelInstance: "mine",
+			shost.LabelNamespace: ns, shost.LabelName: "mine"}}, true)
 		Expect(err).NotTo(HaveOccurred())
 		whenGone(host, "roboco-sandbox-redis-mine-1", grace+5*time.Second)
 		Consistently(exists(host, theirs.Name), 2*time.Second).Should(BeTrue())
@@ -242,7 +243,7 @@ var _ = Describe("Orphan sweep", func() {
 		foreign := seedOrphan(host, "roboco-sandbox-redis-theirs-1", ns, "theirs", string(uuid.NewUUID()))
 		seedLegacy(host, "roboco-sandbox-pg-theirs-2", "roboco-agent-theirs-2")
 		_, err := host.SeedContainer(dd.ContainerSpec{Name: "roboco-sandbox-redis-mine-1", Image: "redis:8-alpine", Labels: map[string]string{
-			controllers.LabelSandbox: "1", controllers.LabelUID: string(uuid.NewUUID()), controllers.LabelInstance: "default",
+			shost.LabelSandbox: "1", shost.LabelUID: string(uuid.NewUUID()), shost.LabelInstance: "default",
 			"sandbox.roboco.io/test-run": "mine"}}, true)
 		Expect(err).NotTo(HaveOccurred())
 		whenGone(host, "roboco-sandbox-redis-mine-1", grace+5*time.Second)

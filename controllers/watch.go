@@ -12,18 +12,22 @@ import (
 	dd "github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver"
 )
 
+// watchBuffer bounds the events waiting for the Sandbox watch; past it the watch
+// loses events and re-queues every Sandbox once it catches up.
+const watchBuffer = 4096
+
 // setupDockerWatch indexes Sandboxes by owner container and adds the Docker event
 // watch to the manager.
 func (r *SandboxReconciler) setupDockerWatch(mgr ctrl.Manager) error {
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &sandboxv1.Sandbox{}, ownerIndex, r.indexOwner); err != nil {
 		return err
 	}
-	return mgr.Add(&dockerWatch{driver: r.Driver, reader: mgr.GetCache(), enqueue: r.enqueue})
+	return mgr.Add(&dockerWatch{events: r.events, reader: mgr.GetCache(), enqueue: r.enqueue})
 }
 
 // dockerWatch turns Docker container events into reconcile requests, so a container
 // that dies or vanishes, or an owner container that stops or starts, is noticed at
-// once without polling. After the stream reconnects (events may have been missed) it
+// once without polling. After its stream resyncs (events may have been missed) it
 // re-queues every Sandbox.
 //
 // Note: owner containers are not ours and carry none of our labels, so the stream
@@ -31,7 +35,7 @@ func (r *SandboxReconciler) setupDockerWatch(mgr ctrl.Manager) error {
 // Ours route by their labels, any other container by name through the owner index
 // of the informer cache: a map lookup per event.
 type dockerWatch struct {
-	driver  dd.Driver
+	events  *hostEvents
 	reader  client.Reader
 	enqueue func(types.NamespacedName)
 }
@@ -41,14 +45,18 @@ func (w *dockerWatch) NeedLeaderElection() bool { return true }
 
 func (w *dockerWatch) Start(ctx context.Context) error {
 	log := logf.FromContext(ctx).WithName("docker-events")
-	for ev := range w.driver.Events(ctx, dd.EventFilter{}) {
+	events, err := w.events.subscribe(ctx, "sandbox", watchBuffer)
+	if err != nil {
+		return err
+	}
+	for ev := range events {
 		switch {
 		case ev.Type == dd.EventResync:
-			log.Info("Docker event stream reconnected; re-queueing every Sandbox")
+			log.Info("Docker event stream resynced; re-queueing every Sandbox")
 			w.enqueueAll(ctx)
 		case ev.Type == dd.EventLost:
-			log.Info("Docker event stream broken; reconnecting")
-		case ev.Labels[LabelSandbox] == labelSandboxTrue:
+			log.Info("Docker events lost; re-queueing every Sandbox once the stream resyncs")
+		case isSandboxContainer(ev.Labels):
 			if key, ok := sandboxKey(ev.Labels); ok {
 				w.enqueue(key)
 			}
@@ -78,7 +86,7 @@ func (w *dockerWatch) enqueueOwned(ctx context.Context, name string) {
 func (w *dockerWatch) enqueueAll(ctx context.Context) {
 	var list sandboxv1.SandboxList
 	if err := w.reader.List(ctx, &list); err != nil {
-		logf.FromContext(ctx).Error(err, "Listing Sandboxes after an event stream reconnect")
+		logf.FromContext(ctx).Error(err, "Listing Sandboxes after an event stream resync")
 		return
 	}
 	for i := range list.Items {

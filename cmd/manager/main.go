@@ -16,10 +16,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/client-go/discovery"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -129,17 +127,6 @@ func start(ctx context.Context, s *settings) error {
 	return nil
 }
 
-func newScheme() *runtime.Scheme {
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		panic(err)
-	}
-	if err := sandboxv1.AddToScheme(scheme); err != nil {
-		panic(err)
-	}
-	return scheme
-}
-
 // managerOptions are controller-runtime's options from the flags.
 func managerOptions(s *settings) ctrl.Options {
 	// Note: only the credentials Secrets are cached (they carry SecretLabel), not
@@ -149,7 +136,7 @@ func managerOptions(s *settings) ctrl.Options {
 		panic(err)
 	}
 	return ctrl.Options{
-		Scheme:                        newScheme(),
+		Scheme:                        controllers.NewScheme(),
 		Metrics:                       metricsserver.Options{BindAddress: s.metricsAddr},
 		HealthProbeBindAddress:        s.probeAddr,
 		LeaderElection:                s.leaderElect,

@@ -112,13 +112,14 @@ func (e *ConflictError) Error() string {
 		have = fmt.Sprintf("its %s is %q", e.OwnerLabel, got)
 	}
 	return fmt.Sprintf("create %s: conflict: the name is taken by container %s, which is not ours (%s, want %q)",
-		e.Name, shortID(e.Existing.ID), have, e.Want)
+		e.Name, ShortID(e.Existing.ID), have, e.Want)
 }
 
 // Is makes errors.Is(err, ErrConflict) true.
 func (e *ConflictError) Is(target error) bool { return target == ErrConflict }
 
-func shortID(id string) string {
+// ShortID is the 12-character form of a container ID that Docker prints.
+func ShortID(id string) string {
 	if len(id) > 12 {
 		return id[:12]
 	}

@@ -1,6 +1,9 @@
-// Package testenv starts the real test control plane (etcd and kube-apiserver built
-// by `make envtest` into bin/) with the generated CRDs installed, and runs the built
-// kubectl against it. It is imported by tests only.
+// Package testenv holds what the test suites share: the real test control plane
+// (etcd and kube-apiserver built by `make envtest` into bin/, with the generated
+// CRDs installed, and the built kubectl against it), waiting for a state
+// (WaitFor), the engine test images (EngineImages), counting Docker API calls
+// (CountDockerCalls), leaked volumes (NoVolumesLeaked) and the benchmarks' switch
+// and median. It is imported by tests only.
 package testenv
 
 import (

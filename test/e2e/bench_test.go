@@ -3,28 +3,17 @@ package e2e
 import (
 	"fmt"
 	"os"
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/roboco-sandbox/sandbox-controller/internal/testenv"
 )
-
-func benchOnly(t *testing.T) {
-	if os.Getenv("SANDBOX_BENCH") != "1" {
-		t.Skip("set SANDBOX_BENCH=1 (make bench)")
-	}
-}
-
-func medianOf(ds []time.Duration) time.Duration {
-	s := slices.Clone(ds)
-	slices.Sort(s)
-	return s[len(s)/2]
-}
 
 // TestBenchSamples measures kubectl apply → Ready for each sample, median of 5.
 func TestBenchSamples(t *testing.T) {
-	benchOnly(t)
+	testenv.BenchOnly(t)
 	startManager(t)
 	ns := newNamespace(t, "bench-samples")
 	samples := []struct{ file, name string }{
@@ -46,7 +35,7 @@ func TestBenchSamples(t *testing.T) {
 		}
 	}
 	for _, s := range samples {
-		t.Logf("kubectl apply %s → Ready: median %s of %v", s.file, medianOf(results[s.name]).Round(time.Millisecond), results[s.name])
+		t.Logf("kubectl apply %s → Ready: median %s of %v", s.file, testenv.Median(results[s.name]).Round(time.Millisecond), results[s.name])
 	}
 }
 
@@ -85,7 +74,7 @@ func idle(t *testing.T, m *manager, window time.Duration) (cpuPercent float64, r
 // TestBenchIdleManager measures the manager's idle CPU and resident memory with no
 // Sandbox (the baseline, same run) and with 50 Ready ones.
 func TestBenchIdleManager(t *testing.T) {
-	benchOnly(t)
+	testenv.BenchOnly(t)
 	const n, window = 50, time.Minute
 	m := startManager(t)
 	ns := newNamespace(t, "bench-idle")

@@ -4,8 +4,6 @@
 package e2e
 
 import (
-	"bufio"
-	"bytes"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
@@ -34,10 +32,14 @@ var (
 	env      *testenv.Env
 	network  = "sbx-e2e-" + runID
 	binDir   string
-	images   = map[string]string{}
+	images   testenv.Images
 )
 
 const testLabel = "sandbox.roboco.io/test"
+
+// poll is how often the suite looks again while waiting for a state (each look
+// runs kubectl, docker or curl).
+const poll = 200 * time.Millisecond
 
 func TestMain(m *testing.M) {
 	os.Exit(run(m))
@@ -65,16 +67,9 @@ func run(m *testing.M) int {
 		fmt.Fprintf(os.Stderr, "building the manager: %v\n%s", err, out)
 		return 1
 	}
-	out, err := exec.Command(filepath.Join(testenv.Root(), "hack", "images.sh"), "--print").Output()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "hack/images.sh --print:", err)
+	if images, err = testenv.EngineImages(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
 		return 1
-	}
-	sc := bufio.NewScanner(bytes.NewReader(out))
-	for sc.Scan() {
-		if k, v, ok := strings.Cut(sc.Text(), "="); ok {
-			images[k] = v
-		}
 	}
 	if out, err := exec.Command("docker", "network", "create", "--label", testLabel+"="+runID, network).CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "creating network: %v: %s", err, out)
@@ -124,9 +119,9 @@ func startManager(t *testing.T, extra ...string) *manager {
 		"--kubeconfig", env.Kubeconfig(),
 		"--instance", instance,
 		"--default-network", network,
-		"--postgres-image", images["POSTGRES_IMAGE"], "--postgres-kitchen-sink-image", images["POSTGRES_KITCHEN_IMAGE"],
-		"--redis-image", images["REDIS_IMAGE"], "--redis-kitchen-sink-image", images["REDIS_KITCHEN_IMAGE"],
-		"--mongo-image", images["MONGO_IMAGE"],
+		"--postgres-image", images.Plain["postgres"], "--postgres-kitchen-sink-image", images.KitchenSink["postgres"],
+		"--redis-image", images.Plain["redis"], "--redis-kitchen-sink-image", images.KitchenSink["redis"],
+		"--mongo-image", images.Plain["mongo"],
 		"--metrics-bind-address", "0",
 		"--health-probe-bind-address", m.health,
 		"--grace-period", "5s",
@@ -151,7 +146,7 @@ func startManager(t *testing.T, extra ...string) *manager {
 			t.Logf("manager log (last 40 lines):\n%s", strings.Join(lines[max(0, len(lines)-40):], "\n"))
 		}
 	})
-	eventually(t, 30*time.Second, "the manager's /readyz", func() bool {
+	testenv.WaitFor(t, 30*time.Second, poll, "the manager's /readyz", func() bool {
 		return exec.Command("curl", "-fsS", "-m", "2", "-o", "/dev/null", "http://"+m.health+"/readyz").Run() == nil
 	})
 	return m
@@ -174,17 +169,6 @@ func (m *manager) kill() {
 func (m *manager) logText() string {
 	b, _ := os.ReadFile(m.log)
 	return string(b)
-}
-
-func eventually(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", timeout, what)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
 }
 
 func kubectl(t *testing.T, args ...string) string {
@@ -243,7 +227,7 @@ func startOwner(t *testing.T, name string) {
 	// Note: a tmpfs over the image's VOLUME, so a `docker rm -f` (without -v), as a
 	// user removes an agent, leaves no anonymous volume behind.
 	out, err := exec.Command("docker", "run", "-d", "--name", name, "--label", testLabel+"="+runID,
-		"--network", network, "--tmpfs", "/data", "--entrypoint", "sleep", images["REDIS_IMAGE"], "infinity").CombinedOutput()
+		"--network", network, "--tmpfs", "/data", "--entrypoint", "sleep", images.Plain["redis"], "infinity").CombinedOutput()
 	if err != nil {
 		t.Fatalf("starting owner %s: %v: %s", name, err, out)
 	}

@@ -66,7 +66,7 @@ func TestKubectlUser(t *testing.T) {
 			}
 			connectAll(t, ns, sample.name)
 			uid := kubectl(t, "get", "sandbox", sample.name, "-n", ns, "-o", "jsonpath={.metadata.uid}")
-			volumesBefore := volumes(t)
+			volumesBefore := testenv.DanglingVolumes(t)
 
 			kubectl(t, "delete", "-n", ns, "sandbox", sample.name, "--timeout=60s")
 			if left := dockerPS(t, "sandbox.roboco.io/uid="+uid); len(left) > 0 {
@@ -75,28 +75,9 @@ func TestKubectlUser(t *testing.T) {
 			if _, err := env.Kubectl("get", "secret", "-n", ns, sample.name+"-sandbox"); err == nil {
 				t.Error("the Secret outlived its Sandbox")
 			}
-			if left := leakedVolumes(t, volumesBefore); len(left) > 0 {
-				t.Errorf("volumes left behind: %v", left)
-			}
+			testenv.NoVolumesLeaked(t, volumesBefore)
 		})
 	}
-}
-
-// volumes lists the daemon's dangling volumes: those no container uses. Only those
-// can be leaks: other packages' tests run beside these and hold volumes of their own.
-func volumes(t *testing.T) map[string]bool {
-	t.Helper()
-	out := map[string]bool{}
-	for _, v := range strings.Fields(docker(t, "volume", "ls", "-q", "--filter", "dangling=true")) {
-		out[v] = true
-	}
-	return out
-}
-
-// leakedVolumes reports the volumes left dangling since before (see testenv.LeakedVolumes).
-func leakedVolumes(t *testing.T, before map[string]bool) []string {
-	t.Helper()
-	return testenv.LeakedVolumes(before, func() map[string]bool { return volumes(t) })
 }
 
 // TestOrchestrator: a client-go program creates a Sandbox, watches it until Ready and
@@ -174,18 +155,18 @@ func TestOwnerGone(t *testing.T) {
 	startManager(t)
 	ns := newNamespace(t, "owner")
 	owner := "sbx-e2e-agent-" + runID
-	volumesBefore := volumes(t)
+	volumesBefore := testenv.DanglingVolumes(t)
 	startOwner(t, owner)
 	applyYAML(t, ns, sandboxYAML("owned", "owned-"+runID, "{containerName: "+owner+", gracePeriod: 5s}", "[{engine: redis}]"))
 	kubectl(t, "wait", "-n", ns, "--for=condition=Ready", "sandbox/owned", "--timeout=120s")
 	uid := kubectl(t, "get", "sandbox", "owned", "-n", ns, "-o", "jsonpath={.metadata.uid}")
 	docker(t, "rm", "-f", owner)
 	removed := time.Now()
-	eventually(t, time.Minute, "the Sandbox to be deleted", func() bool {
+	testenv.WaitFor(t, time.Minute, poll, "the Sandbox to be deleted", func() bool {
 		_, err := env.Kubectl("get", "sandbox", "owned", "-n", ns)
 		return err != nil
 	})
-	eventually(t, 30*time.Second, "its containers to be gone", func() bool {
+	testenv.WaitFor(t, 30*time.Second, poll, "its containers to be gone", func() bool {
 		return len(dockerPS(t, "sandbox.roboco.io/uid="+uid)) == 0
 	})
 	gone := time.Since(removed)
@@ -193,9 +174,7 @@ func TestOwnerGone(t *testing.T) {
 		t.Errorf("deleted %s after the owner left, before the 5s grace period", gone)
 	}
 	t.Logf("owner removed → containers gone: %s (grace 5s)", gone.Round(time.Millisecond))
-	if left := leakedVolumes(t, volumesBefore); len(left) > 0 {
-		t.Errorf("volumes left behind: %v", left)
-	}
+	testenv.NoVolumesLeaked(t, volumesBefore)
 }
 
 // TestKilledManagerConverges: SIGKILL the manager while 5 Sandboxes provision; a new
@@ -209,7 +188,7 @@ func TestKilledManagerConverges(t *testing.T) {
 			"{policy: None}", "[{engine: postgres}, {engine: redis}]"))
 	}
 	// Kill as soon as the first containers exist, before all are Ready.
-	eventually(t, time.Minute, "the first containers", func() bool {
+	testenv.WaitFor(t, time.Minute, poll, "the first containers", func() bool {
 		return len(dockerPS(t, "sandbox.roboco.io/instance="+instance, "sandbox.roboco.io/namespace="+ns)) > 0
 	})
 	m.kill()
@@ -260,10 +239,10 @@ func TestLeaderElection(t *testing.T) {
 		}
 		return out
 	}
-	eventually(t, 30*time.Second, "a leader", func() bool { return holder() != "" })
+	testenv.WaitFor(t, 30*time.Second, poll, "a leader", func() bool { return holder() != "" })
 	leader, follower := a, b
 	acquired := func(m *manager) bool { return strings.Contains(m.logText(), "Successfully acquired lease") }
-	eventually(t, 30*time.Second, "the leader to log its lease", func() bool { return acquired(a) || acquired(b) })
+	testenv.WaitFor(t, 30*time.Second, poll, "the leader to log its lease", func() bool { return acquired(a) || acquired(b) })
 	if !acquired(a) {
 		leader, follower = b, a
 	}

@@ -3,11 +3,7 @@ package integration
 import (
 	"context"
 	"fmt"
-	"os"
-	"slices"
-	"sort"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,64 +13,23 @@ import (
 
 	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
 	dd "github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver"
+	"github.com/roboco-sandbox/sandbox-controller/internal/testenv"
 )
-
-// countingDriver counts the Docker API verbs the controller calls.
-type countingDriver struct {
-	dd.Driver
-	calls atomic.Int64
-}
-
-func (c *countingDriver) ImagePresent(ctx context.Context, ref string) (bool, error) {
-	c.calls.Add(1)
-	return c.Driver.ImagePresent(ctx, ref)
-}
-func (c *countingDriver) PullImage(ctx context.Context, ref string, p func(dd.PullProgress)) error {
-	c.calls.Add(1)
-	return c.Driver.PullImage(ctx, ref, p)
-}
-func (c *countingDriver) CreateContainer(ctx context.Context, s dd.ContainerSpec) (dd.Container, error) {
-	c.calls.Add(1)
-	return c.Driver.CreateContainer(ctx, s)
-}
-func (c *countingDriver) Inspect(ctx context.Context, id string) (dd.Container, error) {
-	c.calls.Add(1)
-	return c.Driver.Inspect(ctx, id)
-}
-func (c *countingDriver) List(ctx context.Context, l map[string]string) ([]dd.ContainerSummary, error) {
-	c.calls.Add(1)
-	return c.Driver.List(ctx, l)
-}
-func (c *countingDriver) Exec(ctx context.Context, id string, s dd.ExecSpec) (dd.ExecResult, error) {
-	c.calls.Add(1)
-	return c.Driver.Exec(ctx, id, s)
-}
-func (c *countingDriver) LogsTail(ctx context.Context, id string, n int) (string, error) {
-	c.calls.Add(1)
-	return c.Driver.LogsTail(ctx, id, n)
-}
-func (c *countingDriver) Remove(ctx context.Context, id string, t time.Duration) error {
-	c.calls.Add(1)
-	return c.Driver.Remove(ctx, id, t)
-}
-
-func median(ds []time.Duration) time.Duration {
-	s := slices.Clone(ds)
-	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
-	return s[len(s)/2]
-}
 
 // TestBenchTimeToReady measures create → Ready on the real engine for postgres, redis,
 // mongo and the trio, rounds interleaved so all share the machine's state, and the
 // Docker calls a Ready Sandbox costs while nothing changes. Run by `make bench`.
 func TestBenchTimeToReady(t *testing.T) {
-	if os.Getenv("SANDBOX_BENCH") != "1" {
-		t.Skip("set SANDBOX_BENCH=1 (make bench)")
-	}
+	testenv.BenchOnly(t)
 	rounds := 5
 	h := newHost(t)
-	counting := &countingDriver{Driver: h.driver}
-	cp := startControlPlaneWith(t, h, counting)
+	calls := testenv.CountDockerCalls(t, h.cli.DaemonHost())
+	counted, err := dd.New(dd.WithHost(calls.Host))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = counted.Close() })
+	cp := startControlPlaneWith(t, h, counted)
 	ctx := context.Background()
 
 	cases := [][]sandboxv1.Engine{{"postgres"}, {"redis"}, {"mongo"}, {"postgres", "redis", "mongo"}}
@@ -96,7 +51,7 @@ func TestBenchTimeToReady(t *testing.T) {
 				t.Fatal(err)
 			}
 			got := &sandboxv1.Sandbox{}
-			waitFor(t, 3*time.Minute, sb.Name+" Ready", func() bool {
+			testenv.WaitFor(t, 3*time.Minute, poll, sb.Name+" Ready", func() bool {
 				return cp.client.Get(ctx, client.ObjectKeyFromObject(sb), got) == nil &&
 					meta.IsStatusConditionTrue(got.Status.Conditions, sandboxv1.ConditionReady)
 			})
@@ -106,20 +61,21 @@ func TestBenchTimeToReady(t *testing.T) {
 			if round == rounds-1 && len(engines) == 3 {
 				// Idle cost: a minute with nothing changing.
 				time.Sleep(2 * time.Second)
-				before := counting.calls.Load()
+				calls.Reset()
 				time.Sleep(time.Minute)
-				t.Logf("Docker API calls by the controller during 1 idle minute with a Ready trio Sandbox: %d (resync period %s)",
-					counting.calls.Load()-before, cp.resync)
+				idle := calls.Snapshot()
+				t.Logf("Docker API calls by the controller during 1 idle minute with a Ready trio Sandbox: %d (resync period %s): %s",
+					idle.Total(), cp.resync, idle.Per(1))
 			}
 			if err := cp.client.Delete(ctx, sb); err != nil {
 				t.Fatal(err)
 			}
-			waitFor(t, time.Minute, sb.Name+" gone", func() bool {
+			testenv.WaitFor(t, time.Minute, poll, sb.Name+" gone", func() bool {
 				return cp.client.Get(ctx, client.ObjectKeyFromObject(sb), got) != nil
 			})
 		}
 	}
-	pg, rd, mg, trio := median(results["postgres"]), median(results["redis"]), median(results["mongo"]), median(results["postgres+redis+mongo"])
+	pg, rd, mg, trio := testenv.Median(results["postgres"]), testenv.Median(results["redis"]), testenv.Median(results["mongo"]), testenv.Median(results["postgres+redis+mongo"])
 	sum, maxSingle := pg+rd+mg, max(pg, rd, mg)
 	t.Logf("create → Ready, median of %d (all: %v)", rounds, results)
 	t.Logf("  postgres %s | redis %s | mongo %s | trio %s", pg.Round(time.Millisecond), rd.Round(time.Millisecond), mg.Round(time.Millisecond), trio.Round(time.Millisecond))

@@ -10,6 +10,7 @@ import (
 	dd "github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver"
 	"github.com/roboco-sandbox/sandbox-controller/internal/engine"
 	"github.com/roboco-sandbox/sandbox-controller/internal/testclients"
+	"github.com/roboco-sandbox/sandbox-controller/internal/testenv"
 )
 
 // runEngine starts image with e's registry settings, as the controller does, and
@@ -84,9 +85,9 @@ func connect(t *testing.T, e engine.Engine, addr, password string) {
 // controller does, and connects with a real client using the generated password.
 func TestEngineImages(t *testing.T) {
 	h := newHost(t)
-	plain, _ := images(t)
+	plain := images(t).Plain
 	network := h.network(t)
-	volumesBefore := h.volumes(t)
+	volumesBefore := testenv.DanglingVolumes(t)
 	for _, e := range engine.All() {
 		t.Run(e.Name(), func(t *testing.T) {
 			t.Parallel()
@@ -115,9 +116,7 @@ func TestEngineImages(t *testing.T) {
 		if left := h.leftovers(t, map[string]string{testLabel: runID}); len(left) > 0 {
 			t.Errorf("containers left behind: %v", left)
 		}
-		if left := h.leakedVolumes(t, volumesBefore); len(left) > 0 {
-			t.Errorf("volumes left behind: %v", left)
-		}
+		testenv.NoVolumesLeaked(t, volumesBefore)
 	})
 }
 
@@ -131,7 +130,7 @@ func TestEngineImages(t *testing.T) {
 // "init process complete" can only have talked to the temporary server.
 func TestPostgresProbeIgnoresTheInitServer(t *testing.T) {
 	h := newHost(t)
-	plain, _ := images(t)
+	plain := images(t).Plain
 	network := h.network(t)
 	e, _ := engine.Lookup("postgres")
 	password, _ := engine.NewPassword()
@@ -177,7 +176,8 @@ func TestPostgresProbeIgnoresTheInitServer(t *testing.T) {
 // returns the time it stamped on it (the container shares the host's clock).
 func initCompletedAt(t *testing.T, h *host, id string) time.Time {
 	t.Helper()
-	for end := time.Now().Add(30 * time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+	var at time.Time
+	testenv.WaitFor(t, 30*time.Second, poll, "the entrypoint to log that init completed", func() bool {
 		logs, err := h.driver.LogsTail(context.Background(), id, 200)
 		if err != nil {
 			t.Fatal(err)
@@ -187,13 +187,12 @@ func initCompletedAt(t *testing.T, h *host, id string) time.Time {
 				continue
 			}
 			stamp, _, _ := strings.Cut(line, " ")
-			at, err := time.Parse("2006-01-02T15:04:05.000Z", stamp)
-			if err != nil {
+			if at, err = time.Parse("2006-01-02T15:04:05.000Z", stamp); err != nil {
 				t.Fatalf("unreadable entrypoint timestamp in %q: %v", line, err)
 			}
-			return at
+			return true
 		}
-	}
-	t.Fatal("the entrypoint never logged that init completed")
-	return time.Time{}
+		return false
+	})
+	return at
 }

@@ -3,15 +3,10 @@
 package integration
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -31,10 +26,8 @@ var runID = func() string {
 	return hex.EncodeToString(b)
 }()
 
-func repoRoot() string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..")
-}
+// poll is how often the suites look again while waiting for a state.
+const poll = 100 * time.Millisecond
 
 // host is the real Docker engine: our driver plus a raw client for what the
 // driver deliberately cannot do (networks, image and volume housekeeping).
@@ -66,23 +59,14 @@ func newHost(t *testing.T) *host {
 	return &host{driver: drv, cli: cli}
 }
 
-// images returns the local engine images by engine name, and the kitchen-sink ones.
-func images(t *testing.T) (plain, kitchen map[string]string) {
+// images are the local engine images (hack/images.sh).
+func images(t *testing.T) testenv.Images {
 	t.Helper()
-	out, err := exec.Command(filepath.Join(repoRoot(), "hack", "images.sh"), "--print").Output()
+	img, err := testenv.EngineImages()
 	if err != nil {
-		t.Fatalf("hack/images.sh --print: %v", err)
+		t.Fatal(err)
 	}
-	refs := map[string]string{}
-	sc := bufio.NewScanner(bytes.NewReader(out))
-	for sc.Scan() {
-		if k, v, ok := strings.Cut(sc.Text(), "="); ok {
-			refs[k] = v
-		}
-	}
-	plain = map[string]string{"postgres": refs["POSTGRES_IMAGE"], "redis": refs["REDIS_IMAGE"], "mongo": refs["MONGO_IMAGE"]}
-	kitchen = map[string]string{"postgres": refs["POSTGRES_KITCHEN_IMAGE"], "redis": refs["REDIS_KITCHEN_IMAGE"]}
-	return plain, kitchen
+	return img
 }
 
 // network creates a labelled user-defined network that lives until the test ends.
@@ -112,27 +96,6 @@ func (h *host) forgetImage(t *testing.T, ref string) {
 	if err != nil && !strings.Contains(err.Error(), "No such image") {
 		t.Logf("removing local tag %s: %v (the pull below may find it present)", ref, err)
 	}
-}
-
-// volumes lists the names of all volumes on the host.
-// volumes lists the daemon's dangling volumes: those no container uses.
-func (h *host) volumes(t *testing.T) map[string]bool {
-	t.Helper()
-	res, err := h.cli.VolumeList(context.Background(), client.VolumeListOptions{Filters: client.Filters{}.Add("dangling", "true")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[string]bool{}
-	for _, v := range res.Items {
-		out[v.Name] = true
-	}
-	return out
-}
-
-// leakedVolumes reports the volumes left dangling since before (see testenv.LeakedVolumes).
-func (h *host) leakedVolumes(t *testing.T, before map[string]bool) []string {
-	t.Helper()
-	return testenv.LeakedVolumes(before, func() map[string]bool { return h.volumes(t) })
 }
 
 // leftovers lists containers carrying labels.

@@ -10,8 +10,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -22,6 +20,7 @@ import (
 	"github.com/roboco-sandbox/sandbox-controller/controllers"
 	dd "github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver"
 	"github.com/roboco-sandbox/sandbox-controller/internal/engine"
+	shost "github.com/roboco-sandbox/sandbox-controller/internal/host"
 	"github.com/roboco-sandbox/sandbox-controller/internal/testenv"
 )
 
@@ -46,22 +45,22 @@ func startControlPlaneWith(t *testing.T, h *host, driver dd.Driver) *controlPlan
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = env.Stop() })
-	scheme := runtime.NewScheme()
-	_ = clientgoscheme.AddToScheme(scheme)
-	_ = sandboxv1.AddToScheme(scheme)
+	scheme := controllers.NewScheme()
 	c, err := client.New(env.Config, client.Options{Scheme: scheme})
 	if err != nil {
 		t.Fatal(err)
 	}
 
-	plain, kitchen := images(t)
+	img := images(t)
 	opts := controllers.DefaultOptions()
 	opts.DefaultNetwork = h.network(t)
 	opts.StopTimeout = 5 * time.Second
 	opts.Instance = "it-" + runID // the host is shared: never judge another control plane's containers
+	// Note: the sweep judges only this run's containers; legacy ones of other suites are not ours to reap.
+	opts.SweepSelector = map[string]string{shost.LabelInstance: opts.Instance}
 	opts.Images = map[string]engine.Images{}
-	for name, ref := range plain {
-		opts.Images[name] = engine.Images{Default: ref, KitchenSink: kitchen[name]}
+	for name, ref := range img.Plain {
+		opts.Images[name] = engine.Images{Default: ref, KitchenSink: img.KitchenSink[name]}
 	}
 	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
 		Scheme:     scheme,
@@ -71,7 +70,7 @@ func startControlPlaneWith(t *testing.T, h *host, driver dd.Driver) *controlPlan
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := (&controllers.SandboxReconciler{Client: mgr.GetClient(), Driver: driver, Options: opts}).SetupWithManager(mgr); err != nil {
+	if err := (controllers.Setup{Options: opts, Sweep: true}).AddToManager(mgr, driver); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -90,18 +89,6 @@ func startControlPlaneWith(t *testing.T, h *host, driver dd.Driver) *controlPlan
 	return &controlPlane{client: c, network: opts.DefaultNetwork, resync: opts.ResyncPeriod}
 }
 
-// waitFor polls cond until it holds or timeout passes.
-func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", timeout, what)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
 // TestSandboxOnRealDocker: a postgres+redis Sandbox becomes Ready on the real engine,
 // the Secret's credentials connect, and deleting it leaves no container or volume.
 func TestSandboxOnRealDocker(t *testing.T) {
@@ -111,7 +98,7 @@ func TestSandboxOnRealDocker(t *testing.T) {
 	h := newHost(t)
 	cp := startControlPlane(t, h)
 	ctx := context.Background()
-	volumesBefore := h.volumes(t)
+	volumesBefore := testenv.DanglingVolumes(t)
 
 	sb := &sandboxv1.Sandbox{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "it", Name: "real"},
@@ -123,7 +110,7 @@ func TestSandboxOnRealDocker(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := &sandboxv1.Sandbox{}
-	waitFor(t, 3*time.Minute, "Ready", func() bool {
+	testenv.WaitFor(t, 3*time.Minute, poll, "Ready", func() bool {
 		if err := cp.client.Get(ctx, client.ObjectKeyFromObject(sb), got); err != nil {
 			return false
 		}
@@ -151,16 +138,14 @@ func TestSandboxOnRealDocker(t *testing.T) {
 	if err := cp.client.Delete(ctx, sb); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, time.Minute, "the Sandbox to be gone", func() bool {
+	testenv.WaitFor(t, time.Minute, poll, "the Sandbox to be gone", func() bool {
 		return client.IgnoreNotFound(cp.client.Get(ctx, client.ObjectKeyFromObject(sb), got)) == nil &&
 			cp.client.Get(ctx, client.ObjectKeyFromObject(sb), got) != nil
 	})
-	if left := h.leftovers(t, map[string]string{controllers.LabelUID: string(got.UID)}); len(left) > 0 {
+	if left := h.leftovers(t, map[string]string{shost.LabelUID: string(got.UID)}); len(left) > 0 {
 		t.Errorf("containers left: %v", left)
 	}
-	if left := h.leakedVolumes(t, volumesBefore); len(left) > 0 {
-		t.Errorf("volumes left behind: %v", left)
-	}
+	testenv.NoVolumesLeaked(t, volumesBefore)
 }
 
 // TestSandboxFeaturesOnRealDocker: features select the kitchen-sink images, are
@@ -182,11 +167,11 @@ func TestSandboxFeaturesOnRealDocker(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := &sandboxv1.Sandbox{}
-	waitFor(t, 3*time.Minute, "Ready", func() bool {
+	testenv.WaitFor(t, 3*time.Minute, poll, "Ready", func() bool {
 		return cp.client.Get(ctx, client.ObjectKeyFromObject(sb), got) == nil &&
 			meta.IsStatusConditionTrue(got.Status.Conditions, sandboxv1.ConditionReady)
 	})
-	_, kitchen := images(t)
+	kitchen := images(t).KitchenSink
 	for _, s := range got.Status.Services {
 		if s.Image != kitchen[string(s.Engine)] {
 			t.Errorf("%s runs %s, want the kitchen-sink image %s", s.Engine, s.Image, kitchen[string(s.Engine)])
@@ -201,7 +186,7 @@ func TestSandboxFeaturesOnRealDocker(t *testing.T) {
 	if err := cp.client.Delete(ctx, sb); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, time.Minute, "the Sandbox to be gone", func() bool {
+	testenv.WaitFor(t, time.Minute, poll, "the Sandbox to be gone", func() bool {
 		return cp.client.Get(ctx, client.ObjectKeyFromObject(sb), got) != nil
 	})
 }
@@ -228,14 +213,14 @@ func TestPublishedHostResolvesOnRealDocker(t *testing.T) {
 		}
 		t.Cleanup(func() {
 			_ = cp.client.Delete(ctx, sb)
-			waitFor(t, time.Minute, "Sandbox "+name+" to be gone", func() bool {
+			testenv.WaitFor(t, time.Minute, poll, "Sandbox "+name+" to be gone", func() bool {
 				return cp.client.Get(ctx, client.ObjectKeyFromObject(sb), &sandboxv1.Sandbox{}) != nil
 			})
 		})
 	}
 	for name, agentID := range agentIDs {
 		got := &sandboxv1.Sandbox{}
-		waitFor(t, 3*time.Minute, name+" Ready", func() bool {
+		testenv.WaitFor(t, 3*time.Minute, poll, name+" Ready", func() bool {
 			return cp.client.Get(ctx, client.ObjectKey{Namespace: "it", Name: name}, got) == nil &&
 				meta.IsStatusConditionTrue(got.Status.Conditions, sandboxv1.ConditionReady)
 		})

@@ -318,8 +318,6 @@ func randomID() string {
 	return hex.EncodeToString(b)
 }
 
-func shortID(id string) string { return id[:12] }
-
 // noSuchContainer is Docker's own message.
 func noSuchContainer(op, ref string) error {
 	return dd.NewError(op, ref, dd.ErrNotFound, fmt.Errorf("Error response from daemon: No such container: %s", ref))

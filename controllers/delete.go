@@ -1,0 +1,93 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+
+	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
+)
+
+// reconcileDelete tears down by UID label, confirms nothing is left, then lets go.
+func (r *SandboxReconciler) reconcileDelete(ctx context.Context, sb *sandboxv1.Sandbox) (ctrl.Result, error) {
+	if !controllerutil.ContainsFinalizer(sb, Finalizer) {
+		return ctrl.Result{}, nil
+	}
+	before := sb.DeepCopy()
+	// Note: a Sandbox deleted because its owner left keeps saying so while it goes.
+	if c := meta.FindStatusCondition(sb.Status.Conditions, sandboxv1.ConditionReady); c == nil || c.Reason != sandboxv1.ReasonOwnerGone {
+		setCondition(sb, sandboxv1.ConditionReady, metav1.ConditionFalse, sandboxv1.ReasonDeleting, "tearing down the service containers")
+	}
+	if err := r.patchStatus(ctx, before, sb); err != nil {
+		return ctrl.Result{}, err
+	}
+	removed, err := r.teardown(ctx, sb)
+	if err != nil {
+		logf.FromContext(ctx).Info("Teardown incomplete; retrying", "error", err.Error())
+		return ctrl.Result{RequeueAfter: createRetry}, nil
+	}
+	if err := r.deleteSecret(ctx, sb); err != nil {
+		return ctrl.Result{}, err
+	}
+	r.Recorder.Eventf(sb, nil, corev1.EventTypeNormal, sandboxv1.EventTornDown, sandboxv1.ActionTeardown, "removed %d containers with their volumes", removed)
+	logf.FromContext(ctx).Info("Sandbox torn down", "containers", removed)
+
+	patch := client.MergeFrom(sb.DeepCopy())
+	controllerutil.RemoveFinalizer(sb, Finalizer)
+	if err := r.Patch(ctx, sb, patch); err != nil && !apierrors.IsNotFound(err) {
+		return ctrl.Result{}, fmt.Errorf("removing finalizer: %w", err)
+	}
+	return ctrl.Result{}, nil
+}
+
+// deleteSecret deletes the credentials Secret when this Sandbox controls it.
+// Note: the Secret is owned by the Sandbox, but we do not rely on the garbage
+// collector alone: credentials should not outlive their containers.
+func (r *SandboxReconciler) deleteSecret(ctx context.Context, sb *sandboxv1.Sandbox) error {
+	secret := &corev1.Secret{}
+	if err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: sb.Namespace, Name: secretName(sb)}, secret); err != nil ||
+		!metav1.IsControlledBy(secret, sb) {
+		return nil
+	}
+	if err := r.Delete(ctx, secret); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("deleting Secret: %w", err)
+	}
+	return nil
+}
+
+// teardown removes every container carrying the Sandbox's UID (stop, kill, remove with
+// volumes) in parallel, and lists again to confirm they are gone.
+func (r *SandboxReconciler) teardown(ctx context.Context, sb *sandboxv1.Sandbox) (int, error) {
+	cs, err := r.Driver.List(ctx, uidSelector(sb))
+	if err != nil {
+		return 0, err
+	}
+	errs := make([]error, len(cs))
+	var wg sync.WaitGroup
+	for i, c := range cs {
+		wg.Go(func() { errs[i] = r.host.Remove(ctx, c.ID) })
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return 0, err
+	}
+	left, err := r.Driver.List(ctx, uidSelector(sb))
+	if err != nil {
+		return 0, err
+	}
+	if len(left) > 0 {
+		return 0, fmt.Errorf("%d containers still present after removal", len(left))
+	}
+	return len(cs), nil
+}

@@ -1,0 +1,33 @@
+package controllers
+
+import (
+	"math/rand/v2"
+	"time"
+)
+
+// Retry pacing of a pass.
+const (
+	// probeInterval: quick retries until the engine's deadline, probeLateInterval after it.
+	probeInterval     = time.Second
+	probeLateInterval = 15 * time.Second
+	featureRetry      = 5 * time.Second
+	// createRetry: a failed Docker call, or an unanswered API read, is tried again.
+	createRetry      = 5 * time.Second
+	pullPollInterval = 5 * time.Second
+)
+
+// soonest is the earliest of durations, where 0 means "no deadline".
+func soonest(ds ...time.Duration) time.Duration {
+	var out time.Duration
+	for _, d := range ds {
+		if d > 0 && (out == 0 || d < out) {
+			out = d
+		}
+	}
+	return out
+}
+
+// jitter spreads resyncs over ±10% so Sandboxes created together do not resync together.
+func jitter(d time.Duration) time.Duration {
+	return d + time.Duration((rand.Float64()*0.2-0.1)*float64(d))
+}

@@ -1,0 +1,90 @@
+package controllers
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
+	dd "github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver"
+)
+
+// part is one service's contribution to a condition: ok, or a reason and message.
+type part struct {
+	ok      bool
+	reason  string
+	message string
+}
+
+func okPart(reason string) part { return part{ok: true, reason: reason} }
+
+// serviceResult is what one pass learned about one service.
+type serviceResult struct {
+	status                     sandboxv1.ServiceStatus
+	images, containers, probes part
+	// stalled: no retry can fix this without a change to the spec or the host.
+	stalled bool
+	// requeue is when the service wants another look (0: only on events and resync).
+	requeue time.Duration
+	// events are milestones to report on the Sandbox.
+	events []serviceEvent
+}
+
+type serviceEvent struct{ eventType, reason, message string }
+
+func (res *serviceResult) after(d time.Duration) { res.requeue = soonest(res.requeue, d) }
+
+// event records a Normal milestone to report.
+func (res *serviceResult) event(reason, message string) {
+	res.events = append(res.events, serviceEvent{corev1.EventTypeNormal, reason, message})
+}
+
+// waiting says the service waits for something before its container (or probe)
+// can make progress, and when to look again.
+func (res serviceResult) waiting(containers part, probing string, after time.Duration) serviceResult {
+	res.containers = containers
+	res.probes = part{reason: sandboxv1.ReasonProbing, message: probing}
+	res.after(after)
+	return res
+}
+
+// redacted removes a password from every message and event of the result: output of
+// the engines' tools and Docker's errors are quoted in conditions and events.
+func (res serviceResult) redacted(password string) serviceResult {
+	if password == "" {
+		return res
+	}
+	hide := func(s string) string { return strings.ReplaceAll(s, password, "<redacted>") }
+	res.images.message = hide(res.images.message)
+	res.containers.message = hide(res.containers.message)
+	res.probes.message = hide(res.probes.message)
+	res.events = slices.Clone(res.events)
+	for i := range res.events {
+		res.events[i].message = hide(res.events[i].message)
+	}
+	return res
+}
+
+func (res serviceResult) stall() serviceResult {
+	res.stalled = true
+	res.probes = part{reason: sandboxv1.ReasonProbing, message: "waiting for the container"}
+	return res
+}
+
+// dockerFailed records a failed Docker call on the containers condition.
+func (res serviceResult) dockerFailed(err error, doing string) serviceResult {
+	reason := sandboxv1.ReasonCreating
+	if errors.Is(err, dd.ErrUnavailable) {
+		reason = sandboxv1.ReasonDockerUnavailable
+	}
+	res.containers = part{reason: reason, message: fmt.Sprintf("%s: %v", doing, err)}
+	if res.probes.reason == "" {
+		res.probes = part{reason: sandboxv1.ReasonProbing, message: "waiting for the container"}
+	}
+	res.after(createRetry)
+	return res
+}

@@ -1,0 +1,57 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
+	dd "github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver"
+)
+
+// probeService runs one bounded probe, then the feature steps once it passes.
+func (r *SandboxReconciler) probeService(ctx context.Context, w serviceWork, c dd.Container, addr string, res serviceResult) serviceResult {
+	e := w.svc.Engine
+	alreadyAnswered := w.prev.Ready && w.prev.ContainerID == c.ID
+	if !alreadyAnswered {
+		passed, detail := r.host.Probe(ctx, w.svc, c, addr)
+		sandboxMetrics.probeAttempts.WithLabelValues(e.Name(), map[bool]string{true: "success", false: "failure"}[passed]).Inc()
+		if !passed {
+			return probeFailed(w, c, detail, res)
+		}
+	}
+	featuresVerified := alreadyAnswered && slices.Equal(featureStrings(w.prev.Features), w.svc.Features)
+	if len(w.svc.Features) > 0 && !featuresVerified {
+		if msg := r.host.Activate(ctx, w.svc, c, addr); msg != "" {
+			res.probes = part{reason: sandboxv1.ReasonFeatureVerifyFailed, message: msg}
+			res.after(featureRetry)
+			return res
+		}
+	}
+	res.status.Features = make([]sandboxv1.Feature, len(w.svc.Features))
+	for i, f := range w.svc.Features {
+		res.status.Features[i] = sandboxv1.Feature(f)
+	}
+	res.status.Ready = true
+	res.probes = okPart(sandboxv1.ReasonReady)
+	if !alreadyAnswered && w.prev.ContainerID == "" && res.status.Restarts == 0 {
+		sandboxMetrics.timeToReady.WithLabelValues(e.Name()).Observe(time.Since(w.sb.CreationTimestamp.Time).Seconds())
+	}
+	return res
+}
+
+// probeFailed says the service has not answered yet, or (past its deadline) that it
+// did not answer in time, and paces the next probe accordingly.
+func probeFailed(w serviceWork, c dd.Container, detail string, res serviceResult) serviceResult {
+	name, deadline := w.svc.Engine.Name(), w.svc.ProbeDeadline
+	if time.Now().Before(c.StartedAt.Add(deadline)) {
+		res.probes = part{reason: sandboxv1.ReasonProbing, message: fmt.Sprintf("%s has not answered yet (%s of %s): %s",
+			name, time.Since(c.StartedAt).Round(time.Second), deadline, detail)}
+		res.after(probeInterval)
+		return res
+	}
+	res.probes = part{reason: sandboxv1.ReasonProbeTimeout, message: fmt.Sprintf("%s did not answer within %s: %s", name, deadline, detail)}
+	res.after(probeLateInterval)
+	return res
+}

@@ -1,0 +1,99 @@
+package controllers
+
+import (
+	"fmt"
+	"strings"
+
+	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
+	dd "github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver"
+	"github.com/roboco-sandbox/sandbox-controller/internal/engine"
+	"github.com/roboco-sandbox/sandbox-controller/internal/host"
+)
+
+// resolveService validates a service against the registry and the operator's limits,
+// and builds the container it needs.
+func (r *SandboxReconciler) resolveService(sb *sandboxv1.Sandbox, svc sandboxv1.ServiceSpec, password string) (host.Service, error) {
+	e, ok := engine.Lookup(string(svc.Engine))
+	if !ok {
+		return host.Service{}, fmt.Errorf("unknown engine %q; engines: %s", svc.Engine, strings.Join(engine.Names(), ", "))
+	}
+	features := featureStrings(svc.Features)
+	// Note: the CRD already refused these; the engine checks again because the
+	// allowlist is the security boundary.
+	if err := engine.CheckFeatures(e, features); err != nil {
+		return host.Service{}, err
+	}
+	memory, cpu, err := r.limits(e, svc.Resources)
+	if err != nil {
+		return host.Service{}, err
+	}
+	network := sb.Spec.Network
+	if network == "" {
+		network = r.Options.DefaultNetwork
+	}
+	spec := r.containerSpec(sb, e, password, features, network)
+	spec.MemoryBytes, spec.NanoCPUs = memory, cpu
+	spec.Labels[host.LabelConfigHash] = host.Fingerprint(spec)
+	return host.Service{Engine: e, Features: features, Network: network, Password: password,
+		ProbeDeadline: r.Options.probeDeadline(e), Container: spec}, nil
+}
+
+// limits are the service's memory (bytes) and CPU (nano-CPUs) after the operator's
+// defaults and maxima.
+func (r *SandboxReconciler) limits(e engine.Engine, res *sandboxv1.ServiceResources) (memoryBytes, nanoCPUs int64, err error) {
+	memory, cpu := r.Options.DefaultMemory, r.Options.DefaultCPU
+	if res != nil && res.Memory != nil {
+		memory = *res.Memory
+	}
+	if res != nil && res.CPU != nil {
+		cpu = *res.CPU
+	}
+	switch {
+	case memory.Cmp(r.Options.MaxMemory) > 0:
+		return 0, 0, fmt.Errorf("%s asks for memory %s; the most allowed is %s", e.Name(), memory.String(), r.Options.MaxMemory.String())
+	case memory.Value() < host.MinMemoryBytes:
+		return 0, 0, fmt.Errorf("%s asks for memory %s; Docker needs at least 6Mi", e.Name(), memory.String())
+	case cpu.Cmp(r.Options.MaxCPU) > 0:
+		return 0, 0, fmt.Errorf("%s asks for cpu %s; the most allowed is %s", e.Name(), cpu.String(), r.Options.MaxCPU.String())
+	}
+	return memory.Value(), cpu.MilliValue() * 1_000_000, nil
+}
+
+// containerSpec is the service's container without limits and fingerprint.
+func (r *SandboxReconciler) containerSpec(sb *sandboxv1.Sandbox, e engine.Engine, password string, features []string, network string) dd.ContainerSpec {
+	name := engine.ContainerName(e, sb.Spec.AgentID)
+	spec := dd.ContainerSpec{
+		Name:  name,
+		Image: r.Options.imagesFor(e).For(features),
+		Labels: map[string]string{
+			host.LabelSandbox:   host.LabelSandboxTrue,
+			host.LabelOwner:     r.ownerName(sb),
+			host.LabelNamespace: sb.Namespace,
+			host.LabelName:      sb.Name,
+			host.LabelUID:       string(sb.UID),
+			host.LabelEngine:    e.Name(),
+			host.LabelInstance:  r.Options.Instance,
+		},
+		OwnerLabel: host.LabelUID,
+		Env:        e.Env(password),
+		Cmd:        e.Command(password, features),
+		Tmpfs:      e.Tmpfs(),
+		PidsLimit:  r.Options.PidsLimit,
+		Network:    network,
+	}
+	if network != "" {
+		spec.Aliases = []string{name}
+		if h := engine.HostName(e, sb.Spec.AgentID); h != name {
+			spec.Aliases = append(spec.Aliases, h)
+		}
+	}
+	return spec
+}
+
+func featureStrings(fs []sandboxv1.Feature) []string {
+	out := make([]string, len(fs))
+	for i, f := range fs {
+		out[i] = string(f)
+	}
+	return out
+}

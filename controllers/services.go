@@ -1,0 +1,101 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
+	dd "github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver"
+	"github.com/roboco-sandbox/sandbox-controller/internal/host"
+)
+
+// reconcileServices provisions every service in parallel with the passwords of
+// creds and summarizes the result into sb.Status.
+func (r *SandboxReconciler) reconcileServices(ctx context.Context, sb *sandboxv1.Sandbox, creds *credentials) (ctrl.Result, error) {
+	specs := make([]host.Service, len(sb.Spec.Services))
+	for i, svc := range sb.Spec.Services {
+		var err error
+		if specs[i], err = r.resolveService(sb, svc, creds.passwords[string(svc.Engine)]); err != nil {
+			stallAll(sb, sandboxv1.ReasonInvalidSpec, err.Error())
+			r.Recorder.Eventf(sb, nil, corev1.EventTypeWarning, sandboxv1.ReasonInvalidSpec, sandboxv1.ActionValidate, "%s", err.Error())
+			return ctrl.Result{}, reconcile.TerminalError(err)
+		}
+	}
+	ours, err := r.Driver.List(ctx, uidSelector(sb))
+	if err != nil {
+		dockerDown(sb, err)
+		return ctrl.Result{RequeueAfter: createRetry}, nil
+	}
+	byEngine := map[string][]dd.ContainerSummary{}
+	for _, c := range ours {
+		byEngine[c.Labels[host.LabelEngine]] = append(byEngine[c.Labels[host.LabelEngine]], c)
+	}
+	if err := r.removeDropped(ctx, sb, specs, byEngine); err != nil {
+		return ctrl.Result{}, err
+	}
+	results := r.runServices(ctx, sb, specs, byEngine)
+	wasReady, oldConditions := isReady(sb), conditionReasons(sb)
+	summarize(sb, results)
+	r.report(ctx, sb, results, wasReady, oldConditions)
+	return passResult(results, r.Options.ResyncPeriod), nil
+}
+
+// removeDropped removes the containers of services no longer in spec; the others
+// are left alone.
+func (r *SandboxReconciler) removeDropped(ctx context.Context, sb *sandboxv1.Sandbox, specs []host.Service, byEngine map[string][]dd.ContainerSummary) error {
+	for name, cs := range byEngine {
+		if slices.ContainsFunc(specs, func(s host.Service) bool { return s.Engine.Name() == name }) {
+			continue
+		}
+		for _, c := range cs {
+			if err := r.host.Remove(ctx, c.ID); err != nil {
+				return fmt.Errorf("removing %s, no longer in spec: %w", c.Name, err)
+			}
+			r.Recorder.Eventf(sb, nil, corev1.EventTypeNormal, sandboxv1.EventServiceRemoved, sandboxv1.ActionTeardown,
+				"removed %s: %s is no longer in spec.services", c.Name, name)
+		}
+	}
+	return nil
+}
+
+// runServices reconciles every service at once; each result is redacted of its password.
+func (r *SandboxReconciler) runServices(ctx context.Context, sb *sandboxv1.Sandbox, specs []host.Service, byEngine map[string][]dd.ContainerSummary) []serviceResult {
+	prev := map[string]sandboxv1.ServiceStatus{}
+	for _, s := range sb.Status.Services {
+		prev[string(s.Engine)] = s
+	}
+	results := make([]serviceResult, len(specs))
+	var wg sync.WaitGroup
+	for i, svc := range specs {
+		name := svc.Engine.Name()
+		wg.Go(func() {
+			w := serviceWork{sb: sb, svc: svc, prev: prev[name]}
+			results[i] = r.reconcileService(ctx, w, byEngine[name]).redacted(svc.Password)
+		})
+	}
+	wg.Wait()
+	return results
+}
+
+// passResult is when the services want another look: the soonest any asked for; none
+// when one stalled (only a change or an event helps); else the jittered resync.
+func passResult(results []serviceResult, resync time.Duration) ctrl.Result {
+	var result ctrl.Result
+	for _, res := range results {
+		if res.stalled {
+			return ctrl.Result{}
+		}
+		result.RequeueAfter = soonest(result.RequeueAfter, res.requeue)
+	}
+	if result.RequeueAfter == 0 {
+		result.RequeueAfter = jitter(resync)
+	}
+	return result
+}

@@ -1,0 +1,53 @@
+package controllers
+
+import (
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
+	dd "github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver"
+)
+
+// Setup says how the controllers of one Docker host run.
+type Setup struct {
+	Options Options
+	// MaxConcurrentReconciles bounds the Sandbox workers (0: the default).
+	MaxConcurrentReconciles int
+	// Sweep runs the orphan sweep.
+	Sweep bool
+}
+
+// NewScheme is the scheme the manager serves: client-go's types and Sandboxes.
+func NewScheme() *runtime.Scheme {
+	scheme := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
+	utilruntime.Must(sandboxv1.AddToScheme(scheme))
+	return scheme
+}
+
+// AddToManager registers every controller of the Docker host behind driver with the
+// manager: the Sandbox reconciler and, when s.Sweep, the orphan sweep, sharing one
+// Docker event stream. It is the one wiring, used by cmd/manager and every suite.
+func (s Setup) AddToManager(mgr ctrl.Manager, driver dd.Driver) error {
+	if err := s.Options.Validate(); err != nil {
+		return err
+	}
+	events := newHostEvents(driver)
+	sandboxes := &SandboxReconciler{Client: mgr.GetClient(), Driver: driver, Options: s.Options,
+		MaxConcurrentReconciles: s.MaxConcurrentReconciles, events: events}
+	if err := sandboxes.SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the Sandbox controller: %w", err)
+	}
+	if !s.Sweep {
+		return nil
+	}
+	sweep := &SweepReconciler{Driver: driver, Options: s.Options, events: events}
+	if err := sweep.SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the orphan sweep: %w", err)
+	}
+	return nil
+}
