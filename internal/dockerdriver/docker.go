@@ -97,12 +97,17 @@ func (d *Docker) Close() error {
 	return d.cli.Close()
 }
 
-// Ping negotiates the API version if not done yet and reports the daemon's versions.
+// Ping negotiates the API version if not done yet and reports the daemon's
+// versions and CPU count.
 func (d *Docker) Ping(ctx context.Context) (ServerInfo, error) {
 	if _, err := d.cli.Ping(ctx, client.PingOptions{NegotiateAPIVersion: true}); err != nil {
 		return ServerInfo{}, wrap("ping", "", err)
 	}
 	v, err := d.cli.ServerVersion(ctx, client.ServerVersionOptions{})
+	if err != nil {
+		return ServerInfo{}, wrap("ping", "", err)
+	}
+	info, err := d.cli.Info(ctx, client.InfoOptions{})
 	if err != nil {
 		return ServerInfo{}, wrap("ping", "", err)
 	}
@@ -112,6 +117,7 @@ func (d *Docker) Ping(ctx context.Context) (ServerInfo, error) {
 		MinAPIVersion: v.MinAPIVersion,
 		OS:            v.Os,
 		Arch:          v.Arch,
+		NCPU:          info.Info.NCPU,
 	}, nil
 }
 

@@ -77,6 +77,9 @@ type ServerInfo struct {
 	// MinAPIVersion is the oldest API version the daemon accepts.
 	MinAPIVersion string
 	OS, Arch      string
+	// NCPU is how many CPUs the daemon's containers may use: the most a
+	// container's NanoCPUs may ask for (Docker refuses more at create).
+	NCPU int
 }
 
 // PullProgress is a snapshot of one (possibly shared) image pull.

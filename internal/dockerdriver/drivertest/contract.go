@@ -34,6 +34,7 @@ func RunContract(t *testing.T, newDriver NewDriver) {
 		{"CreateAdoptsExitedAsIs", c.createAdoptsExited},
 		{"CreateConflictsWithForeign", c.createConflicts},
 		{"CreateValidatesSpec", c.createValidates},
+		{"CreateRefusesMoreCPUsThanTheHost", c.createRefusesCPUs},
 		{"CreateWithMissingImage", c.createMissingImage},
 		{"CreateWithMissingNetworkLeavesNothing", c.createMissingNetwork},
 		{"NotFound", c.notFound},
@@ -144,8 +145,30 @@ func (c contract) ping(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if info.APIVersion == "" || info.ServerVersion == "" {
-		t.Errorf("Ping = %+v, want API and server versions", info)
+	if info.APIVersion == "" || info.ServerVersion == "" || info.NCPU < 1 {
+		t.Errorf("Ping = %+v, want API and server versions and the host's CPU count", info)
+	}
+}
+
+// createRefusesCPUs: Ping's NCPU is the most CPUs a container may ask for; one
+// more is refused at create (invalid, not retryable) and leaves nothing behind.
+func (c contract) createRefusesCPUs(t *testing.T) {
+	d, env, ctx := c.setup(t, Config{})
+	info, err := d.Ping(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	network := env.Network(t)
+	s := spec(env, "cpus", Script{Sleep: Forever})
+	s.Network, s.NanoCPUs = network, int64(info.NCPU)*1e9
+	mustCreate(t, ctx, d, s)
+	s = spec(env, "cpus", Script{Sleep: Forever})
+	s.Network, s.NanoCPUs = network, int64(info.NCPU+1)*1e9
+	if _, err := d.CreateContainer(ctx, s); !errors.Is(err, dd.ErrInvalid) || !strings.Contains(err.Error(), "CPUs") {
+		t.Errorf("CreateContainer with %d CPUs on a host of %d: error = %v, want ErrInvalid naming the CPUs", info.NCPU+1, info.NCPU, err)
+	}
+	if list, err := d.List(ctx, env.Labels()); err != nil || len(list) != 1 {
+		t.Errorf("List = %d containers, %v; want only the first", len(list), err)
 	}
 }
 

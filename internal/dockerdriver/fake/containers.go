@@ -120,6 +120,10 @@ func (f *Driver) resolveName(name string) *ctr {
 
 // create makes a container in state created. Callers hold f.mu.
 func (f *Driver) create(spec dd.ContainerSpec) (*ctr, error) {
+	if spec.NanoCPUs > int64(f.cpus)*1e9 {
+		return nil, dd.NewError("create", spec.Name, dd.ErrInvalid, fmt.Errorf(
+			"Error response from daemon: Range of CPUs is from 0.01 to %d.00, as there are only %d CPUs available", f.cpus, f.cpus))
+	}
 	key, err := dd.NormalizeRef(spec.Image)
 	if err != nil {
 		return nil, dd.NewError("create", spec.Name, dd.ErrInvalid, err)

@@ -10,7 +10,8 @@
 //
 // What it deliberately does not model: real processes (a container runs a
 // Script, or else runs until stopped; an exec runs a Script, or else exits
-// 0 at once), resource enforcement (limits are recorded, never applied),
+// 0 at once), resource enforcement (limits are recorded, never applied; only a
+// CPU limit above the host's CPU count is refused at create, as Docker does),
 // restart policies, pause, health checks, DNS, image layers and digests
 // beyond counts, named volumes, daemon-side event history (a dropped stream
 // loses its events), and the time a stop takes (Remove is instant).
@@ -78,9 +79,17 @@ type Option func(*Driver)
 // WithPullTimeout bounds each pull (default dd.DefaultPullTimeout).
 func WithPullTimeout(d time.Duration) Option { return func(f *Driver) { f.pullTimeout = d } }
 
+// DefaultCPUs is the fake host's CPU count unless WithCPUs says otherwise.
+const DefaultCPUs = 4
+
+// WithCPUs sets the host's CPU count (Ping's NCPU): a container asking for more
+// NanoCPUs is refused at create, as Docker does.
+func WithCPUs(n int) Option { return func(f *Driver) { f.cpus = n } }
+
 // Driver is the in-memory driver. All methods are safe for concurrent use.
 type Driver struct {
 	pullTimeout time.Duration
+	cpus        int
 
 	mu            sync.Mutex
 	images        map[string]Image // by normalized reference
@@ -105,6 +114,7 @@ var _ dd.Driver = (*Driver)(nil)
 func New(opts ...Option) *Driver {
 	f := &Driver{
 		pullTimeout:   dd.DefaultPullTimeout,
+		cpus:          DefaultCPUs,
 		images:        map[string]Image{},
 		registry:      map[string]Image{},
 		registryPulls: map[string]int{},
@@ -284,7 +294,7 @@ func (f *Driver) Ping(ctx context.Context) (dd.ServerInfo, error) {
 	if err := f.enter(ctx, VerbPing); err != nil {
 		return dd.ServerInfo{}, err
 	}
-	return dd.ServerInfo{APIVersion: "1.41", ServerVersion: "20.10.24-fake", MinAPIVersion: "1.12", OS: "linux", Arch: "amd64"}, nil
+	return dd.ServerInfo{APIVersion: "1.41", ServerVersion: "20.10.24-fake", MinAPIVersion: "1.12", OS: "linux", Arch: "amd64", NCPU: f.cpus}, nil
 }
 
 // AddNetwork creates a user-defined network.
