@@ -1,6 +1,7 @@
 package controllers_test
 
 import (
+	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -69,6 +70,16 @@ var _ = Describe("Faults", func() {
 		got := waitReady(sb)
 		Expect(got.Status.Services[0].Restarts).To(BeNumerically(">=", 1))
 		Expect(containersOf(host, sb)).To(HaveLen(1))
+	})
+
+	It("reports a crash whose log is long in a Warning event, cut to what events.k8s.io accepts", func() {
+		start()
+		clear := host.crashOnStart("postgres:16-alpine", 3, "FATAL:  "+strings.Repeat("the disk is full ", 120))
+		defer clear()
+		sb := newSandbox(ns, "longcrash", "longcrash-1", "postgres")
+		Expect(k8sClient.Create(ctx, sb)).To(Succeed())
+		Eventually(condition(sb, sandboxv1.ConditionContainersRunning)).Should(Equal("False/Exited"))
+		Eventually(eventReasons(sb)).Should(ContainElement(sandboxv1.ReasonExited))
 	})
 
 	It("times a probe out after the engine's deadline, and recovers when the service answers", func() {

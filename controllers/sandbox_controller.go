@@ -166,6 +166,7 @@ func (r *SandboxReconciler) defaults(mgr ctrl.Manager) {
 	if r.Recorder == nil {
 		r.Recorder = mgr.GetEventRecorder("sandbox-controller")
 	}
+	r.Recorder = bounded(r.Recorder)
 	if r.MaxConcurrentReconciles == 0 {
 		r.MaxConcurrentReconciles = 4
 	}
