@@ -35,6 +35,20 @@ var _ = Describe("Lifecycle", func() {
 		Expect(host.Calls(fake.VerbCreateContainer)).To(BeZero())
 	})
 
+	It("leaves a paused container as it is, says so, and is Ready again when it is unpaused", func() {
+		sb := newSandbox(ns, "paused", "paused-1", "redis")
+		Expect(k8sClient.Create(ctx, sb)).To(Succeed())
+		id := waitReady(sb).Status.Services[0].ContainerID
+		Expect(host.Pause(id)).To(Succeed())
+		Eventually(condition(sb, sandboxv1.ConditionContainersRunning)).Should(Equal("False/Paused"))
+		Expect(conditionOf(sb, sandboxv1.ConditionReady).Message).To(ContainSubstring("paused"))
+		Consistently(func() []string { return containerIDs(host, sb) }, "1s").Should(Equal([]string{id}))
+		Expect(host.Unpause(id)).To(Succeed())
+		got := waitReady(sb)
+		Expect(got.Status.Services[0].ContainerID).To(Equal(id))
+		Expect(got.Status.Services[0].Restarts).To(BeZero())
+	})
+
 	It("refuses a name held by another namespace's live Sandbox, and never touches it", func() {
 		first := newSandbox(ns, "first", "shared-agent", "redis")
 		Expect(k8sClient.Create(ctx, first)).To(Succeed())

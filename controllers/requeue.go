@@ -14,6 +14,8 @@ const (
 	// createRetry: a failed Docker call, or an unanswered API read, is tried again.
 	createRetry      = 5 * time.Second
 	pullPollInterval = 5 * time.Second
+	// pausedRecheck backs the unpause event up.
+	pausedRecheck = time.Minute
 )
 
 // soonest is the earliest of durations, where 0 means "no deadline".

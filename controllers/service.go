@@ -47,6 +47,11 @@ func (r *SandboxReconciler) reconcileService(ctx context.Context, w serviceWork,
 		return r.ensureService(ctx, w, res)
 	case host.Absent, host.Created:
 		return r.ensureService(ctx, w, res)
+	case host.Paused:
+		res.status.ContainerID = obs.Current.ID
+		return res.waiting(part{reason: sandboxv1.ReasonPaused, message: fmt.Sprintf(
+			"container %s is paused: it is left as it is; docker unpause resumes it", obs.Current.Name)},
+			w.svc.Engine.Name()+" is paused", pausedRecheck)
 	}
 	if settled(w, obs.Current.ID) {
 		res.status = w.prev

@@ -22,7 +22,7 @@ func setCondition(sb *sandboxv1.Sandbox, condType string, status metav1.Conditio
 var failureReasons = map[string]bool{
 	sandboxv1.ReasonPullFailed: true, sandboxv1.ReasonNameConflict: true, sandboxv1.ReasonExited: true,
 	sandboxv1.ReasonProbeTimeout: true, sandboxv1.ReasonFeatureVerifyFailed: true,
-	sandboxv1.ReasonDockerUnavailable: true, sandboxv1.ReasonInvalidSpec: true,
+	sandboxv1.ReasonDockerUnavailable: true, sandboxv1.ReasonInvalidSpec: true, sandboxv1.ReasonPaused: true,
 }
 
 // merge folds the services' parts into one condition: True when all are ok, else the

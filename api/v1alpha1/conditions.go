@@ -52,6 +52,9 @@ const (
 	ReasonExited = "Exited"
 	// ReasonNameConflict: a container with the service's name belongs to another live Sandbox.
 	ReasonNameConflict = "NameConflict"
+	// ReasonPaused: a container was paused (docker pause); it is left as it is, not
+	// replaced, and resumes serving when unpaused.
+	ReasonPaused = "Paused"
 )
 
 // Reasons of the ServicesReady condition.

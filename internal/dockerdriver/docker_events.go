@@ -13,7 +13,7 @@ import (
 )
 
 // lifecycle is the set of container actions Events reports.
-var lifecycle = []EventType{EventCreate, EventStart, EventDie, EventOOM, EventDestroy}
+var lifecycle = []EventType{EventCreate, EventStart, EventDie, EventOOM, EventDestroy, EventPause, EventUnpause}
 
 // Events streams container lifecycle events; see Driver.Events.
 //

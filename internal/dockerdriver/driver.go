@@ -239,6 +239,10 @@ const (
 	EventDie     EventType = "die"
 	EventOOM     EventType = "oom"
 	EventDestroy EventType = "destroy"
+	// EventPause and EventUnpause: `docker pause` froze the container, or
+	// resumed it.
+	EventPause   EventType = "pause"
+	EventUnpause EventType = "unpause"
 	// EventLost says the stream broke (or could not connect at all): from
 	// now until the EventResync that follows, events may be missed, so a
 	// consumer must not act on the absence of events. Sent once per outage.

@@ -21,7 +21,10 @@ const (
 	Created Phase = "Created"
 	// Running: the container runs.
 	Running Phase = "Running"
-	// Stopped: the container exists and does not run (exited, dead, paused,
+	// Paused: the container was paused (docker pause): frozen, not ended, so
+	// nothing to replace.
+	Paused Phase = "Paused"
+	// Stopped: the container exists and does not run (exited, dead,
 	// restarting); Observation.Stopped holds it as inspected.
 	Stopped Phase = "Stopped"
 )
@@ -109,6 +112,9 @@ func (h *Host) phase(ctx context.Context, obs Observation, knownID string) (Obse
 		return obs, nil
 	case dd.StateCreated:
 		obs.Phase = Created
+		return obs, nil
+	case dd.StatePaused:
+		obs.Phase = Paused
 		return obs, nil
 	}
 	inspected, err := h.driver.Inspect(ctx, c.ID)
