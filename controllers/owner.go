@@ -106,15 +106,14 @@ func (r *SandboxReconciler) reconcileOwner(ctx context.Context, sb *sandboxv1.Sa
 		return createRetry, false, nil
 	}
 
-	now := time.Now()
-	if sb.Status.OwnerMissingSince == nil {
-		sb.Status.OwnerMissingSince = &metav1.Time{Time: ceilSecond(now)}
-		r.Recorder.Eventf(sb, nil, corev1.EventTypeWarning, sandboxv1.EventOwnerMissing, sandboxv1.ActionReconcile,
-			"owner container %s is %s; the Sandbox is deleted if it stays so for %s", name, ownerState(owner, err), r.gracePeriod(sb))
-		log.Info("Owner container missing", "state", ownerState(owner, err), "gracePeriod", r.gracePeriod(sb))
+	now, grace := time.Now(), r.gracePeriod(sb)
+	r.markMissing(ctx, sb, name, ownerState(owner, err), now)
+	if !ownerDeadline(sb, sb.Status.OwnerMissingSince.Time, grace).After(now) {
+		if err := r.confirmWindow(ctx, sb, name, ownerState(owner, err), now); err != nil {
+			return 0, false, err
+		}
 	}
 	since := sb.Status.OwnerMissingSince.Time
-	grace := r.gracePeriod(sb)
 	deadline := ownerDeadline(sb, since, grace)
 	setCondition(sb, sandboxv1.ConditionOwnerAlive, metav1.ConditionFalse, sandboxv1.ReasonMissing,
 		fmt.Sprintf("owner container %s is %s since %s; the Sandbox is deleted at %s unless it runs again",
@@ -131,6 +130,33 @@ func (r *SandboxReconciler) reconcileOwner(ctx context.Context, sb *sandboxv1.Sa
 			"late", now.Sub(deadline).Round(time.Millisecond))
 	}
 	return 0, deleted, derr
+}
+
+// markMissing opens the owner's window when none is open.
+func (r *SandboxReconciler) markMissing(ctx context.Context, sb *sandboxv1.Sandbox, name, state string, now time.Time) {
+	if sb.Status.OwnerMissingSince != nil {
+		return
+	}
+	sb.Status.OwnerMissingSince = &metav1.Time{Time: ceilSecond(now)}
+	r.Recorder.Eventf(sb, nil, corev1.EventTypeWarning, sandboxv1.EventOwnerMissing, sandboxv1.ActionReconcile,
+		"owner container %s is %s; the Sandbox is deleted if it stays so for %s", name, state, r.gracePeriod(sb))
+	logf.FromContext(ctx).Info("Owner container missing", "owner", name, "state", state, "gracePeriod", r.gracePeriod(sb))
+}
+
+// confirmWindow replaces the window read from the cache by the one persisted on the
+// API server before a deletion is decided on it.
+//
+// Note: the cache may still hold a window the owner has since ended (it came back,
+// the window was cleared, and it left again): judged on that, the Sandbox would go
+// at once instead of after a new grace period.
+func (r *SandboxReconciler) confirmWindow(ctx context.Context, sb *sandboxv1.Sandbox, name, state string, now time.Time) error {
+	fresh := &sandboxv1.Sandbox{}
+	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(sb), fresh); err != nil {
+		return fmt.Errorf("reading the owner's window before deleting: %w", err)
+	}
+	sb.Status.OwnerMissingSince = fresh.Status.OwnerMissingSince
+	r.markMissing(ctx, sb, name, state, now)
+	return nil
 }
 
 // deleteForGoneOwner deletes the Sandbox (this UID only) and says why in Ready.
