@@ -4,6 +4,7 @@
 #
 #   hack/images.sh            ensure every image is built and pushed (idempotent)
 #   hack/images.sh --print    print the image references as KEY=ref lines
+#   hack/images.sh --hashes   print each image's input hash (what decides a rebuild)
 #   hack/images.sh --force    rebuild everything (ignores the input hashes)
 #
 # Environment: SANDBOX_REGISTRY (default localhost:5001; a localhost registry that
@@ -46,7 +47,7 @@ trap 'rc=$?; [ "$rc" = 0 ] || log "FAILED (exit $rc) after $((SECONDS - START))s
 
 usage() { awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "${BASH_SOURCE[0]}"; }
 
-FORCE=0
+FORCE=0 HASHES=0
 case "${1:-}" in
 	'') ;;
 	--print)
@@ -56,6 +57,7 @@ case "${1:-}" in
 		done
 		exit 0 ;;
 	--force) FORCE=1 ;;
+	--hashes) HASHES=1 ;;
 	-h|--help) usage; exit 0 ;;
 	*) usage >&2; exit 2 ;;
 esac
@@ -181,13 +183,15 @@ ensure_registry() {
 
 # ---------------------------------------------------------------- base rootfs
 BASE_HASH= BASE_REF=
+MERGED_USR_HOOK=/usr/share/mmdebstrap/hooks/merged-usr
 BASE_ARGS=() BASE_SOURCES=()
 base_inputs() {
 	local args
 	args=(--variant=minbase --format=tar --aptopt='Acquire::Retries "3"')
 	# Note: without this hook bookworm's minbase gets usrmerge, and with it 45 MB of perl.
-	local hooks=/usr/share/mmdebstrap/hooks/merged-usr
-	[ -d "$hooks" ] && args+=("--hook-dir=$hooks")
+	# It is always named, whether mmdebstrap is installed yet or not: the input hash
+	# must not depend on the machine's state (ensure_base checks it exists).
+	args+=("--hook-dir=$MERGED_USR_HOOK")
 	while IFS= read -r line; do
 		case "$line" in ''|'#'*) continue ;; esac
 		args+=("--dpkgopt=$line")
@@ -212,6 +216,7 @@ ensure_base() {
 	tar="$OUT/cache/rootfs-$DEBIAN_SUITE-${BASE_HASH:0:12}.tar"
 	if [ ! -s "$tar" ] || [ "$FORCE" = 1 ]; then
 		apt_install mmdebstrap mmdebstrap
+		[ -d "$MERGED_USR_HOOK" ] || die "mmdebstrap has no $MERGED_USR_HOOK (Debian bookworm's mmdebstrap provides it)"
 		log "mmdebstrap $DEBIAN_SUITE (minbase) from $MIRROR"
 		local t0=$SECONDS
 		tmp="$tar.tmp"
@@ -397,6 +402,18 @@ push_all() {
 }
 
 # ---------------------------------------------------------------- main
+if [ "$HASHES" = 1 ]; then
+	resolve_mirrors
+	base_inputs
+	declare -A H=([base]="$BASE_HASH")
+	echo "base=$BASE_HASH"
+	for spec in "${IMAGES[@]}"; do
+		IFS='|' read -r name _ _ parent <<<"$spec"
+		H[$name]="$(input_hash "$name" "${H[$parent]}")"
+		echo "$name=${H[$name]}"
+	done
+	exit 0
+fi
 command -v curl >/dev/null 2>&1 || apt_install curl curl
 ensure_docker
 resolve_mirrors

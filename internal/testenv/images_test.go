@@ -1,6 +1,9 @@
 package testenv
 
 import (
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -42,5 +45,28 @@ func TestParseImages(t *testing.T) {
 	}
 	if _, err := parseImages([]byte("nothing here\n")); err == nil || !strings.Contains(err.Error(), "no image") {
 		t.Errorf("output naming no image: err %v, want one saying so", err)
+	}
+}
+
+// The images' input hashes must not depend on whether mmdebstrap is
+// installed yet: on a fresh machine it is installed only during the first build,
+// and refs that then change make the next run rebuild every image.
+func TestImageHashesDoNotDependOnMmdebstrapBeingInstalled(t *testing.T) {
+	const hooks = "/usr/share/mmdebstrap"
+	if _, err := os.Stat(hooks); err != nil || os.Geteuid() != 0 {
+		t.Skip("needs root and mmdebstrap installed (make images installs it)")
+	}
+	script := filepath.Join(Root(), "hack", "images.sh")
+	with, err := exec.Command(script, "--hashes").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A private mount namespace hides mmdebstrap's files from this one run only.
+	without, err := exec.Command("unshare", "-m", "sh", "-c", `mount -t tmpfs none "$1" && exec "$2" --hashes`, "sh", hooks, script).Output()
+	if err != nil {
+		t.Fatalf("images.sh --hashes without mmdebstrap's files: %v", err)
+	}
+	if string(with) != string(without) {
+		t.Errorf("input hashes change when mmdebstrap is not installed (every image would be rebuilt):\nwith:\n%s\nwithout:\n%s", with, without)
 	}
 }
