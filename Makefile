@@ -52,7 +52,7 @@ GOLANGCI_LINT ?= "$$(hack/build-golangci-lint.sh)"
 
 .PHONY: lint
 lint: ## Run golangci-lint (.golangci.yml) on every package.
-	$(GOLANGCI_LINT) run ./...
+	$(GOLANGCI_LINT) run --allow-parallel-runners ./...
 
 ##@ Test
 

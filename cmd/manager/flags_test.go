@@ -107,7 +107,7 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"--docker-host=/var/run/docker.sock"}, []string{"--docker-host", "unix:///var/run/docker.sock"}},
 		{[]string{"--max-concurrent-reconciles=0"}, []string{"at least 1"}},
 		{[]string{"--leader-election-renew-deadline=20s"}, []string{"--leader-election-renew-deadline (20s) < --leader-election-lease-duration (15s)"}},
-		{[]string{"--defualt-network=x"}, []string{"unknown flag --defualt-network", "did you mean --default-network?"}},
+		{[]string{"--defualt-network=x"}, []string{"unknown flag --defualt-network", "did you mean --default-network?"}}, //nolint:misspell // the typo is what this case tests
 		{[]string{"--mongo-kitchen-sink-image=x"}, []string{"unknown flag --mongo-kitchen-sink-image"}},
 		{[]string{"stray"}, []string{"unexpected argument \"stray\""}},
 	} {

@@ -42,13 +42,15 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if errors.Is(err, flag.ErrHelp) {
 		return 0
 	}
+	// Note: a failed write to stderr leaves nothing to report it to.
+	say := func(format string, args ...any) { _, _ = fmt.Fprintf(stderr, format, args...) }
 	if err != nil {
 		if lines := strings.Split(err.Error(), "\n"); len(lines) > 1 {
-			fmt.Fprintf(stderr, "manager: %d problems with the flags:\n  - %s\n", len(lines), strings.Join(lines, "\n  - "))
+			say("manager: %d problems with the flags:\n  - %s\n", len(lines), strings.Join(lines, "\n  - "))
 		} else {
-			fmt.Fprintf(stderr, "manager: %v\n", err)
+			say("manager: %v\n", err)
 		}
-		fmt.Fprintln(stderr, "Run manager --help for every flag, its default and what it allows.")
+		say("Run manager --help for every flag, its default and what it allows.\n")
 		return 2
 	}
 	logger := zap.New(zap.UseFlagOptions(&s.zap))
@@ -60,7 +62,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		// they are, they stay readable in `kubectl logs` too.
 		var se startupError
 		if errors.As(err, &se) {
-			fmt.Fprintf(stderr, "manager: cannot start: %v\n", se.err)
+			say("manager: cannot start: %v\n", se.err)
 		} else {
 			ctrl.Log.WithName("setup").Error(err, "Manager stopped with an error")
 		}
@@ -80,7 +82,7 @@ func start(ctx context.Context, s *settings) error {
 	log := ctrl.Log.WithName("setup")
 	restConfig, err := ctrl.GetConfig()
 	if err != nil {
-		return startupError{fmt.Errorf("no cluster to talk to: %w\n"+
+		return startupError{fmt.Errorf("no cluster to talk to: %w\n"+ //nolint:staticcheck // ST1005: advice for a person, printed as it is
 			"Outside a Pod, give a kubeconfig with --kubeconfig or $KUBECONFIG (or ~/.kube/config).", err)}
 	}
 	if s.leaderElect && s.leaderElectionNamespace == "" {
@@ -167,7 +169,7 @@ func checkAPIServer(restConfig *rest.Config) error {
 	case apierrors.IsNotFound(err):
 		return fmt.Errorf("the API server at %s does not serve %s: install the CRD first (make install, or kubectl apply -k config/crd)", restConfig.Host, gv)
 	case err != nil:
-		return fmt.Errorf("the API server at %s does not answer: %w\nCheck the kubeconfig (--kubeconfig, $KUBECONFIG) and that the server runs.", restConfig.Host, err)
+		return fmt.Errorf("the API server at %s does not answer: %w\nCheck the kubeconfig (--kubeconfig, $KUBECONFIG) and that the server runs.", restConfig.Host, err) //nolint:staticcheck // ST1005: advice for a person, printed as it is
 	}
 	for _, r := range resources.APIResources {
 		if r.Name == "sandboxes" {
