@@ -347,18 +347,28 @@ func (c contract) createMissingImage(t *testing.T) {
 	}
 }
 
+// createMissingNetwork is a start failure: Docker creates the container, then
+// refuses to start it. The driver removes it again, so the events a watcher sees
+// are create, then destroy, and nothing is left.
 func (c contract) createMissingNetwork(t *testing.T) {
 	d, env, ctx := c.setup(t, Config{})
 	s := spec(env, "nonet", Script{Sleep: Forever})
 	s.Network = "sdt-absent-" + randomHex(4)
+	events := d.Events(ctx, dd.EventFilter{Labels: map[string]string{OwnerLabel: s.Labels[OwnerLabel]}})
 	_, err := d.CreateContainer(ctx, s)
 	wantKind(t, err, dd.ErrNotFound)
 	if err != nil && (!strings.Contains(err.Error(), s.Name) || !strings.Contains(err.Error(), s.Network)) {
 		t.Errorf("error %q does not name the container and the network", err)
 	}
-	// Docker only notices at start; a container that cannot start is not left behind.
 	_, err = d.Inspect(ctx, s.Name)
 	wantKind(t, err, dd.ErrNotFound)
+	got := collect(t, events, dd.EventDestroy, 15*time.Second)
+	if want := []dd.EventType{dd.EventCreate, dd.EventDestroy}; !slices.Equal(types(got), want) {
+		t.Errorf("events %v, want %v", types(got), want)
+	}
+	if got[len(got)-1].Name != s.Name {
+		t.Errorf("destroy event for %q, want %q", got[len(got)-1].Name, s.Name)
+	}
 }
 
 func (c contract) notFound(t *testing.T) {

@@ -105,8 +105,27 @@ func (f *Driver) CreateContainer(ctx context.Context, spec dd.ContainerSpec) (dd
 	if err != nil {
 		return dd.Container{}, err
 	}
+	if err := f.startFailure(c); err != nil {
+		f.destroy(c) // as the real driver removes what it made and could not start
+		return dd.Container{}, err
+	}
 	f.start(c)
 	return c.snapshot(), nil
+}
+
+// startFailure is why Docker would refuse to start c: its network is gone, or
+// an AtStart fault says so. Callers hold f.mu.
+func (f *Driver) startFailure(c *ctr) error {
+	for network := range c.c.Networks {
+		if !f.networks[network] {
+			return dd.NewError("start", c.c.Name, dd.ErrNotFound,
+				fmt.Errorf("Error response from daemon: network %s not found", network))
+		}
+	}
+	if ft := f.matchFault(VerbCreateContainer, []string{c.c.Name}, true); ft != nil && ft.Err != nil {
+		return faultError("start", c.c.Name, ft.Err)
+	}
+	return nil
 }
 
 func (f *Driver) resolveName(name string) *ctr {
@@ -133,13 +152,8 @@ func (f *Driver) create(spec dd.ContainerSpec) (*ctr, error) {
 		return nil, dd.NewError("create", spec.Name, dd.ErrNotFound,
 			fmt.Errorf("Error response from daemon: No such image: %s", spec.Image))
 	}
+	// Note: a missing network is noticed at start, as Docker does (startFailure).
 	network := cmp.Or(spec.Network, "bridge")
-	if !f.networks[network] {
-		// Docker creates the container and fails to start it; the driver
-		// then removes it again.
-		return nil, dd.NewError("start", spec.Name, dd.ErrNotFound,
-			fmt.Errorf("Error response from daemon: network %s not found", network))
-	}
 	id := randomID()
 	env := slices.Clone(img.Env)
 	if len(env) == 0 {

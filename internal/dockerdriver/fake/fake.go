@@ -174,6 +174,11 @@ type Fault struct {
 	Err error
 	// Times is how many calls it applies to (0: until cleared).
 	Times int
+	// AtStart makes the fault hit CreateContainer after the container is
+	// created: starting it fails with Err and the container is removed
+	// again, as the real driver does when the daemon refuses to start it
+	// (the events are create, then destroy). Delay does not apply.
+	AtStart bool
 }
 
 type fault struct {
@@ -213,7 +218,7 @@ func (f *Driver) ClearFaults() {
 func (f *Driver) enter(ctx context.Context, verb Verb, refs ...string) error {
 	f.mu.Lock()
 	f.calls[verb]++
-	ft := f.matchFault(verb, refs)
+	ft := f.matchFault(verb, refs, false)
 	f.mu.Unlock()
 	ref := ""
 	if len(refs) > 0 {
@@ -237,13 +242,18 @@ func (f *Driver) enter(ctx context.Context, verb Verb, refs ...string) error {
 	if ft.Err == nil {
 		return nil
 	}
+	return faultError(ops[verb], ref, ft.Err)
+}
+
+// faultError is a fault's error as the real driver would return it for op.
+func faultError(op, ref string, err error) error {
 	var de *dd.Error
-	if errors.As(ft.Err, &de) {
-		return ft.Err
+	if errors.As(err, &de) {
+		return err
 	}
-	e := &dd.Error{Op: ops[verb], Ref: ref, Err: ft.Err}
+	e := &dd.Error{Op: op, Ref: ref, Err: err}
 	for _, k := range []error{dd.ErrNotFound, dd.ErrConflict, dd.ErrTimeout, dd.ErrUnavailable, dd.ErrPullFailed, dd.ErrInvalid} {
-		if errors.Is(ft.Err, k) {
+		if errors.Is(err, k) {
 			e.Kinds = append(e.Kinds, k)
 		}
 	}
@@ -257,12 +267,14 @@ func kindOfCtx(err error) error {
 	return nil
 }
 
-func (f *Driver) matchFault(verb Verb, refs []string) *Fault {
+// matchFault finds the first fault for verb about refs, at entry or (atStart)
+// at a created container's start. Callers hold f.mu.
+func (f *Driver) matchFault(verb Verb, refs []string, atStart bool) *Fault {
 	if verb == VerbEvents {
 		return nil
 	}
 	for i, ft := range f.faults {
-		if ft.Verb != "" && ft.Verb != verb {
+		if ft.Verb != "" && ft.Verb != verb || ft.AtStart != atStart {
 			continue
 		}
 		if ft.Ref != "" && !contains(refs, ft.Ref) {
