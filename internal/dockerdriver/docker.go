@@ -39,6 +39,7 @@ type Option func(*options)
 type options struct {
 	host           string
 	pullTimeout    time.Duration
+	callTimeout    time.Duration
 	backoffMin     time.Duration
 	backoffMax     time.Duration
 	clientOpts     []client.Opt
@@ -51,6 +52,10 @@ func WithHost(host string) Option { return func(o *options) { o.host = host } }
 
 // WithPullTimeout bounds each image pull (default DefaultPullTimeout).
 func WithPullTimeout(d time.Duration) Option { return func(o *options) { o.pullTimeout = d } }
+
+// WithCallTimeout bounds each call whose caller set no deadline (default
+// DefaultCallTimeout; see Bound).
+func WithCallTimeout(d time.Duration) Option { return func(o *options) { o.callTimeout = d } }
 
 // WithEventBackoff sets the delays between event stream reconnection
 // attempts: the first is min, each next one doubles, up to max.
@@ -69,6 +74,7 @@ func WithClientOptions(opts ...client.Opt) Option {
 func New(opts ...Option) (*Docker, error) {
 	o := options{
 		pullTimeout:    DefaultPullTimeout,
+		callTimeout:    DefaultCallTimeout,
 		backoffMin:     100 * time.Millisecond,
 		backoffMax:     10 * time.Second,
 		logsLimitBytes: 16 << 10,
@@ -100,6 +106,13 @@ func (d *Docker) Close() error {
 // Ping negotiates the API version if not done yet and reports the daemon's
 // versions and CPU count.
 func (d *Docker) Ping(ctx context.Context) (ServerInfo, error) {
+	ctx, cancel, expired := Bound(ctx, d.opts.callTimeout)
+	defer cancel()
+	info, err := d.ping(ctx)
+	return info, expired(err, "ping", "")
+}
+
+func (d *Docker) ping(ctx context.Context) (ServerInfo, error) {
 	if _, err := d.cli.Ping(ctx, client.PingOptions{NegotiateAPIVersion: true}); err != nil {
 		return ServerInfo{}, wrap("ping", "", err)
 	}
@@ -123,6 +136,13 @@ func (d *Docker) Ping(ctx context.Context) (ServerInfo, error) {
 
 // ImagePresent inspects the image; not found is false, not an error.
 func (d *Docker) ImagePresent(ctx context.Context, ref string) (bool, error) {
+	ctx, cancel, expired := Bound(ctx, d.opts.callTimeout)
+	defer cancel()
+	present, err := d.imagePresent(ctx, ref)
+	return present, expired(err, "image inspect", ref)
+}
+
+func (d *Docker) imagePresent(ctx context.Context, ref string) (bool, error) {
 	if ref == "" {
 		return false, NewError("image inspect", ref, ErrInvalid, errors.New("empty image reference"))
 	}
@@ -138,6 +158,13 @@ func (d *Docker) ImagePresent(ctx context.Context, ref string) (bool, error) {
 
 // Inspect returns one container by name or ID.
 func (d *Docker) Inspect(ctx context.Context, nameOrID string) (Container, error) {
+	ctx, cancel, expired := Bound(ctx, d.opts.callTimeout)
+	defer cancel()
+	c, err := d.inspect(ctx, nameOrID)
+	return c, expired(err, "inspect", nameOrID)
+}
+
+func (d *Docker) inspect(ctx context.Context, nameOrID string) (Container, error) {
 	if nameOrID == "" {
 		return Container{}, NewError("inspect", nameOrID, ErrInvalid, errors.New("empty container name"))
 	}
@@ -217,6 +244,13 @@ func parseTime(s string) time.Time {
 
 // List returns the containers, in every state, carrying all of labels.
 func (d *Docker) List(ctx context.Context, labels map[string]string) ([]ContainerSummary, error) {
+	ctx, cancel, expired := Bound(ctx, d.opts.callTimeout)
+	defer cancel()
+	list, err := d.list(ctx, labels)
+	return list, expired(err, "list", labelString(labels))
+}
+
+func (d *Docker) list(ctx context.Context, labels map[string]string) ([]ContainerSummary, error) {
 	f := client.Filters{}
 	for k, v := range labels {
 		f.Add("label", k+"="+v)
@@ -254,6 +288,13 @@ func labelString(labels map[string]string) string {
 // LogsTail returns the last lines of the container's output, stdout and
 // stderr interleaved as written, capped at 16 KiB (the tail).
 func (d *Docker) LogsTail(ctx context.Context, nameOrID string, lines int) (string, error) {
+	ctx, cancel, expired := Bound(ctx, d.opts.callTimeout)
+	defer cancel()
+	logs, err := d.logsTail(ctx, nameOrID, lines)
+	return logs, expired(err, "logs", nameOrID)
+}
+
+func (d *Docker) logsTail(ctx context.Context, nameOrID string, lines int) (string, error) {
 	if nameOrID == "" {
 		return "", NewError("logs", nameOrID, ErrInvalid, errors.New("empty container name"))
 	}
@@ -280,6 +321,12 @@ func (d *Docker) LogsTail(ctx context.Context, nameOrID string, lines int) (stri
 // Remove stops (SIGTERM, SIGKILL after stopTimeout), kills if stopping
 // failed, then removes the container with its anonymous volumes.
 func (d *Docker) Remove(ctx context.Context, nameOrID string, stopTimeout time.Duration) error {
+	ctx, cancel, expired := Bound(ctx, max(0, stopTimeout)+d.opts.callTimeout)
+	defer cancel()
+	return expired(d.remove(ctx, nameOrID, stopTimeout), "remove", nameOrID)
+}
+
+func (d *Docker) remove(ctx context.Context, nameOrID string, stopTimeout time.Duration) error {
 	if nameOrID == "" {
 		return NewError("remove", nameOrID, ErrInvalid, errors.New("empty container name"))
 	}

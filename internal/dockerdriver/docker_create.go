@@ -73,6 +73,13 @@ func envList(env map[string]string) []string {
 // A container this call created that then fails to start is removed again,
 // so a retry starts clean.
 func (d *Docker) CreateContainer(ctx context.Context, spec ContainerSpec) (Container, error) {
+	ctx, cancel, expired := Bound(ctx, 2*d.opts.callTimeout)
+	defer cancel()
+	c, err := d.createContainer(ctx, spec)
+	return c, expired(err, "create", spec.Name)
+}
+
+func (d *Docker) createContainer(ctx context.Context, spec ContainerSpec) (Container, error) {
 	if err := spec.Validate(); err != nil {
 		return Container{}, err
 	}
@@ -114,9 +121,16 @@ func (d *Docker) CreateContainer(ctx context.Context, spec ContainerSpec) (Conta
 func (d *Docker) start(ctx context.Context, spec ContainerSpec, id string, created bool) (Container, error) {
 	if _, err := d.cli.ContainerStart(ctx, id, client.ContainerStartOptions{}); err != nil {
 		if created {
-			_, _ = d.cli.ContainerRemove(context.WithoutCancel(ctx), id, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), d.opts.callTimeout)
+			_, _ = d.cli.ContainerRemove(rctx, id, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
+			cancel()
 		}
-		return Container{}, wrap("start", spec.Name, err)
+		werr := wrap("start", spec.Name, err)
+		var e *Error
+		if errors.As(werr, &e) && !errors.Is(werr, ErrInvalid) && refusedAtStart(err) {
+			e.Kinds = append(e.Kinds, ErrInvalid)
+		}
+		return Container{}, werr
 	}
 	c, err := d.Inspect(ctx, id)
 	if err != nil {

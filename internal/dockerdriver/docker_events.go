@@ -66,7 +66,10 @@ func (d *Docker) eventsOnce(ctx context.Context, filter EventFilter, since *time
 	// Events cannot tell "could not connect" from "connected" before the
 	// first message, so ping first: a resync is then only sent once the
 	// daemon really answers.
-	if _, err := d.cli.Ping(ctx, client.PingOptions{NegotiateAPIVersion: true}); err != nil {
+	pctx, cancel := context.WithTimeout(ctx, d.opts.callTimeout)
+	_, err := d.cli.Ping(pctx, client.PingOptions{NegotiateAPIVersion: true})
+	cancel()
+	if err != nil {
 		return false
 	}
 	sctx, cancel := context.WithCancel(ctx)

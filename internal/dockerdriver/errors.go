@@ -191,3 +191,47 @@ func FormatDuration(d time.Duration) string {
 	}
 	return d.String()
 }
+
+// DefaultCallTimeout bounds a call whose caller set no deadline (inspect, list,
+// logs, ping, image presence; twice that for a create, which also starts and
+// inspects; a removal gets it on top of its stop timeout). Pulls have their own
+// timeout, an exec its spec's, and the event stream none: it is meant to last.
+const DefaultCallTimeout = 30 * time.Second
+
+// Bound gives ctx a deadline of budget unless it has one already, so that a daemon
+// that accepts a call and never answers cannot hold the caller (a reconcile
+// worker, the sweep) forever. expired turns the call's error into a timeout of op
+// when it was this budget that ran out: the daemon did not answer in time, so the
+// error is both ErrTimeout and ErrUnavailable.
+func Bound(ctx context.Context, budget time.Duration) (bounded context.Context, cancel context.CancelFunc, expired func(err error, op, ref string) error) {
+	if _, has := ctx.Deadline(); has || budget <= 0 {
+		return ctx, func() {}, func(err error, _, _ string) error { return err }
+	}
+	bounded, cancel = context.WithTimeout(ctx, budget)
+	return bounded, cancel, func(err error, op, ref string) error {
+		if err != nil && ctx.Err() == nil && errors.Is(bounded.Err(), context.DeadlineExceeded) {
+			return TimeoutError(op, ref, budget, ErrUnavailable)
+		}
+		return err
+	}
+}
+
+// refusedAtStart reports a start failure the container's configuration causes,
+// which fails the same way every time: the runtime refused it (an invalid cgroup
+// value such as a CPU quota under 1ms, a missing device or command). Docker
+// answers most of these with a 500, so the words decide, not the status.
+func refusedAtStart(err error) bool {
+	msg := err.Error()
+	if strings.Contains(msg, "error gathering device information") {
+		return true
+	}
+	if !strings.Contains(msg, "OCI runtime create failed") {
+		return false
+	}
+	for _, cause := range []string{"invalid argument", "no such file or directory", "executable file not found", "permission denied"} {
+		if strings.Contains(msg, cause) {
+			return true
+		}
+	}
+	return false
+}

@@ -38,6 +38,7 @@ func RunContract(t *testing.T, newDriver NewDriver) {
 		{"CreateWithMissingImage", c.createMissingImage},
 		{"CreateWithMissingNetworkLeavesNothing", c.createMissingNetwork},
 		{"NotFound", c.notFound},
+		{"CallsHaveDeadlines", c.callsHaveDeadlines},
 		{"Exec", c.exec},
 		{"ExecTimeout", c.execTimeout},
 		{"List", c.list},
@@ -369,6 +370,62 @@ func (c contract) createMissingNetwork(t *testing.T) {
 	if got[len(got)-1].Name != s.Name {
 		t.Errorf("destroy event for %q, want %q", got[len(got)-1].Name, s.Name)
 	}
+}
+
+// callsHaveDeadlines: against a daemon that accepts calls and never answers, a
+// call whose caller set no deadline gives up after the driver's own, saying the
+// daemon did not answer in time (a timeout, and unavailable); an exec after its
+// timeout. Once the daemon answers again, so does the driver.
+func (c contract) callsHaveDeadlines(t *testing.T) {
+	const budget = 300 * time.Millisecond
+	d, env, setupCtx := c.setup(t, Config{CallTimeout: budget})
+	s := spec(env, "deadline", Script{Sleep: Forever})
+	mustCreate(t, setupCtx, d, s)
+	ctx := context.WithoutCancel(setupCtx) // no deadline: the driver's applies
+	resume := env.Stall(t)
+	// Connections made before the stall are broken: wait until calls hang.
+	eventually(t, 10*time.Second, "Ping timing out", func() (bool, string) {
+		_, err := d.Ping(ctx)
+		return errors.Is(err, dd.ErrTimeout), fmt.Sprint(err)
+	})
+	for _, call := range []struct {
+		name  string
+		do    func() error
+		kinds []error
+	}{
+		{"ping", func() error { _, err := d.Ping(ctx); return err }, nil},
+		{"list", func() error { _, err := d.List(ctx, env.Labels()); return err }, nil},
+		{"inspect", func() error { _, err := d.Inspect(ctx, s.Name); return err }, nil},
+		{"image present", func() error { _, err := d.ImagePresent(ctx, env.Image()); return err }, nil},
+		{"logs", func() error { _, err := d.LogsTail(ctx, s.Name, 5); return err }, nil},
+		{"create", func() error {
+			_, err := d.CreateContainer(ctx, spec(env, "stalled", Script{Sleep: Forever}))
+			return err
+		}, nil},
+		{"remove", func() error { return d.Remove(ctx, s.Name, 0) }, nil},
+		{"exec", func() error {
+			_, err := d.Exec(ctx, s.Name, dd.ExecSpec{Cmd: env.Command(Script{}), Timeout: budget})
+			return err
+		}, []error{dd.ErrTimeout}},
+	} {
+		kinds := call.kinds
+		if kinds == nil {
+			kinds = []error{dd.ErrTimeout, dd.ErrUnavailable}
+		}
+		done := make(chan error, 1)
+		go func() { done <- call.do() }()
+		select {
+		case err := <-done:
+			t.Run(call.name, func(t *testing.T) { wantKind(t, err, kinds...) })
+		case <-time.After(30 * time.Second):
+			t.Fatalf("%s: still waiting for a daemon that never answers", call.name)
+		}
+	}
+	resume()
+	eventually(t, 10*time.Second, "Inspect answering again", func() (bool, string) {
+		got, err := d.Inspect(ctx, s.Name)
+		return err == nil && got.Name == s.Name, fmt.Sprint(err)
+	})
 }
 
 func (c contract) notFound(t *testing.T) {

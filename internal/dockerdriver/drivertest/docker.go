@@ -94,6 +94,9 @@ func (fx *DockerFixture) NewDriver(t *testing.T, cfg Config) (dd.Driver, Env) {
 	if cfg.PullTimeout > 0 {
 		opts = append(opts, dd.WithPullTimeout(cfg.PullTimeout))
 	}
+	if cfg.CallTimeout > 0 {
+		opts = append(opts, dd.WithCallTimeout(cfg.CallTimeout))
+	}
 	d, err := dd.New(opts...)
 	if err != nil {
 		t.Fatal(err)
@@ -337,6 +340,12 @@ func (e *dockerEnv) Disconnect(t *testing.T) func() {
 	}
 }
 
+func (e *dockerEnv) Stall(t *testing.T) func() {
+	resume := e.proxy.stall()
+	t.Cleanup(resume)
+	return resume
+}
+
 func (e *dockerEnv) Registry(t *testing.T) Registry {
 	r := &dockerRegistry{env: e, pulls: map[string]int{}, holds: map[string]chan struct{}{}}
 	inner := registry.New(registry.Logger(log.New(io.Discard, "", 0)))
@@ -465,6 +474,10 @@ type proxy struct {
 	mu    sync.Mutex
 	ln    net.Listener
 	conns map[net.Conn]bool
+	// stalled: connections are accepted and held, never answered, as a wedged
+	// daemon does; held are those connections.
+	stalled bool
+	held    []net.Conn
 }
 
 func startProxy(t *testing.T, network, addr string) *proxy {
@@ -504,6 +517,13 @@ func (p *proxy) listen() error {
 }
 
 func (p *proxy) pipe(c net.Conn) {
+	p.mu.Lock()
+	if p.stalled {
+		p.held = append(p.held, c)
+		p.mu.Unlock()
+		return
+	}
+	p.mu.Unlock()
 	u, err := net.Dial(p.network, p.addr)
 	if err != nil {
 		_ = c.Close()
@@ -549,4 +569,25 @@ func (p *proxy) cut() {
 		_ = c.Close()
 	}
 	clear(p.conns)
+}
+
+// stall breaks every connection and from then on accepts new ones without ever
+// answering them; resume closes those and forwards again.
+func (p *proxy) stall() (resume func()) {
+	p.mu.Lock()
+	p.stalled = true
+	for c := range p.conns {
+		_ = c.Close()
+	}
+	clear(p.conns)
+	p.mu.Unlock()
+	return sync.OnceFunc(func() {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		p.stalled = false
+		for _, c := range p.held {
+			_ = c.Close()
+		}
+		p.held = nil
+	})
 }

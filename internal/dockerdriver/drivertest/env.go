@@ -18,6 +18,8 @@ import (
 type Config struct {
 	// PullTimeout is the driver's pull timeout (0: its default).
 	PullTimeout time.Duration
+	// CallTimeout bounds the driver's calls whose ctx has no deadline (0: its default).
+	CallTimeout time.Duration
 }
 
 // NewDriver returns a fresh driver and its environment for one subtest; it
@@ -45,6 +47,9 @@ type Env interface {
 	// Disconnect cuts the driver off from the daemon, breaking its event
 	// stream, as a daemon restart does; reconnect undoes it.
 	Disconnect(t *testing.T) (reconnect func())
+	// Stall makes the daemon accept calls and never answer them, as a wedged
+	// daemon does; resume undoes it (also at cleanup).
+	Stall(t *testing.T) (resume func())
 	// Registry starts a registry, private to the test, that the driver can
 	// pull from.
 	Registry(t *testing.T) Registry

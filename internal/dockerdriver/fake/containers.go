@@ -383,13 +383,19 @@ func (f *Driver) matchExec(c *ctr) *ExecRule {
 // Exec runs a Script command (others exit 0 at once), or what an ExecRule says.
 func (f *Driver) Exec(ctx context.Context, nameOrID string, spec dd.ExecSpec) (dd.ExecResult, error) {
 	ref := dd.ExecRef(nameOrID, spec.Cmd)
-	if err := f.enter(ctx, VerbExec, f.refsOf(nameOrID)...); err != nil {
+	timeout := cmp.Or(spec.Timeout, dd.DefaultExecTimeout)
+	ectx, cancel := context.WithTimeout(ctx, timeout)
+	err := f.enter(ectx, VerbExec, f.refsOf(nameOrID)...)
+	cancel()
+	switch {
+	case err != nil && ctx.Err() == nil && errors.Is(ectx.Err(), context.DeadlineExceeded):
+		return dd.ExecResult{}, dd.TimeoutError("exec", ref, timeout)
+	case err != nil:
 		return dd.ExecResult{}, err
 	}
 	if nameOrID == "" || len(spec.Cmd) == 0 {
 		return dd.ExecResult{}, dd.NewError("exec", ref, dd.ErrInvalid, errors.New("need a container and a command"))
 	}
-	timeout := cmp.Or(spec.Timeout, dd.DefaultExecTimeout)
 	limit := cmp.Or(spec.OutputLimit, dd.DefaultOutputLimit)
 
 	f.mu.Lock()
@@ -470,8 +476,8 @@ func (f *Driver) LogsTail(ctx context.Context, nameOrID string, n int) (string, 
 }
 
 // Remove stops and removes the container and its anonymous volumes; absent is success.
-func (f *Driver) Remove(ctx context.Context, nameOrID string, _ time.Duration) error {
-	if err := f.enter(ctx, VerbRemove, f.refsOf(nameOrID)...); err != nil {
+func (f *Driver) Remove(ctx context.Context, nameOrID string, stopTimeout time.Duration) error {
+	if err := f.enterWithin(ctx, VerbRemove, max(0, stopTimeout)+f.callTimeout, f.refsOf(nameOrID)...); err != nil {
 		return err
 	}
 	if nameOrID == "" {

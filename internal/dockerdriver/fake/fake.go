@@ -85,11 +85,16 @@ const DefaultCPUs = 4
 // WithCPUs sets the host's CPU count (Ping's NCPU): a container asking for more
 // NanoCPUs is refused at create, as Docker does.
 func WithCPUs(n int) Option { return func(f *Driver) { f.cpus = n } }
+// WithCallTimeout bounds each call whose caller set no deadline, as the real
+// driver does (default dd.DefaultCallTimeout): a Delay fault longer than that is
+// a daemon that does not answer in time.
+func WithCallTimeout(d time.Duration) Option { return func(f *Driver) { f.callTimeout = d } }
 
 // Driver is the in-memory driver. All methods are safe for concurrent use.
 type Driver struct {
 	pullTimeout time.Duration
 	cpus        int
+	callTimeout time.Duration
 
 	mu            sync.Mutex
 	images        map[string]Image // by normalized reference
@@ -115,6 +120,7 @@ func New(opts ...Option) *Driver {
 	f := &Driver{
 		pullTimeout:   dd.DefaultPullTimeout,
 		cpus:          DefaultCPUs,
+		callTimeout:   dd.DefaultCallTimeout,
 		images:        map[string]Image{},
 		registry:      map[string]Image{},
 		registryPulls: map[string]int{},
@@ -214,8 +220,20 @@ func (f *Driver) ClearFaults() {
 
 // enter counts a call and applies the first matching fault. refs are the
 // names the call is about (the argument, and the resolved container's
-// name and ID when known).
+// name and ID when known). A Delay is cut short by the verb's deadline, as
+// the real driver's calls are (dd.Bound).
 func (f *Driver) enter(ctx context.Context, verb Verb, refs ...string) error {
+	budget := f.callTimeout
+	switch verb {
+	case VerbCreateContainer:
+		budget = 2 * f.callTimeout
+	case VerbPullImage, VerbExec, VerbEvents:
+		budget = 0 // their own timeouts
+	}
+	return f.enterWithin(ctx, verb, budget, refs...)
+}
+
+func (f *Driver) enterWithin(ctx context.Context, verb Verb, budget time.Duration, refs ...string) error {
 	f.mu.Lock()
 	f.calls[verb]++
 	ft := f.matchFault(verb, refs, false)
@@ -231,11 +249,13 @@ func (f *Driver) enter(ctx context.Context, verb Verb, refs ...string) error {
 		return nil
 	}
 	if ft.Delay > 0 {
+		bctx, cancel, expired := dd.Bound(ctx, budget)
+		defer cancel()
 		t := time.NewTimer(ft.Delay)
 		defer t.Stop()
 		select {
-		case <-ctx.Done():
-			return dd.NewError(ops[verb], ref, kindOfCtx(ctx.Err()), ctx.Err())
+		case <-bctx.Done():
+			return expired(dd.NewError(ops[verb], ref, kindOfCtx(bctx.Err()), bctx.Err()), ops[verb], ref)
 		case <-t.C:
 		}
 	}

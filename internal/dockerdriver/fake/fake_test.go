@@ -22,6 +22,9 @@ func TestContract(t *testing.T) {
 		if cfg.PullTimeout > 0 {
 			opts = append(opts, fake.WithPullTimeout(cfg.PullTimeout))
 		}
+		if cfg.CallTimeout > 0 {
+			opts = append(opts, fake.WithCallTimeout(cfg.CallTimeout))
+		}
 		f := fake.New(opts...)
 		f.AddImage(testImage, fake.Image{Volumes: []string{"/data"}})
 		return f, &env{f: f}
@@ -53,6 +56,12 @@ func (e *env) VolumeExists(_ *testing.T, name string) bool {
 		}
 	}
 	return false
+}
+
+func (e *env) Stall(t *testing.T) func() {
+	resume := e.f.Inject(fake.Fault{Delay: time.Hour})
+	t.Cleanup(resume)
+	return resume
 }
 
 func (e *env) Disconnect(*testing.T) func() {
