@@ -34,8 +34,8 @@ func (r *SandboxReconciler) reconcileDelete(ctx context.Context, sb *sandboxv1.S
 	}
 	removed, err := r.teardown(ctx, sb)
 	if err != nil {
-		logf.FromContext(ctx).Info("Teardown incomplete; retrying", "error", err.Error())
-		return ctrl.Result{RequeueAfter: createRetry}, nil
+		logf.FromContext(ctx).Info("Teardown incomplete; retrying", "error", err.Error(), "retryIn", retryLater(ctx))
+		return r.memory.pace(ctx, sb, ctrl.Result{}), nil
 	}
 	if err := r.deleteSecret(ctx, sb); err != nil {
 		return ctrl.Result{}, err
@@ -48,6 +48,7 @@ func (r *SandboxReconciler) reconcileDelete(ctx context.Context, sb *sandboxv1.S
 	if err := r.Patch(ctx, sb, patch); err != nil && !apierrors.IsNotFound(err) {
 		return ctrl.Result{}, fmt.Errorf("removing finalizer: %w", err)
 	}
+	r.forget(types.NamespacedName{Namespace: sb.Namespace, Name: sb.Name})
 	return ctrl.Result{}, nil
 }
 

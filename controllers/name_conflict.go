@@ -37,8 +37,9 @@ func (r *SandboxReconciler) nameConflict(ctx context.Context, res serviceResult,
 	err := r.APIReader.Get(ctx, key, other)
 	switch {
 	case err != nil && !apierrors.IsNotFound(err):
-		res.containers = part{reason: sandboxv1.ReasonCreating, message: fmt.Sprintf("checking who owns %s: %v", conflict.Name, err)}
-		res.after(createRetry)
+		retryIn := retryLater(ctx)
+		res.containers = part{reason: sandboxv1.ReasonCreating, message: fmt.Sprintf("checking who owns %s: %v; retrying in %s",
+			conflict.Name, err, retryIn.Round(time.Second))}
 		return res
 	case err == nil && string(other.UID) == uid:
 		return res.conflict(fmt.Sprintf(
@@ -46,7 +47,7 @@ func (r *SandboxReconciler) nameConflict(ctx context.Context, res serviceResult,
 			conflict.Name, other.Namespace, other.Name, other.Spec.AgentID))
 	}
 	if err := r.host.Remove(ctx, existing.ID); err != nil {
-		return res.dockerFailed(err, "removing stale container "+conflict.Name)
+		return res.dockerFailed(ctx, err, "removing stale container "+conflict.Name)
 	}
 	res.event(sandboxv1.EventStaleRemoved, fmt.Sprintf(
 		"removed stale container %s left by Sandbox %s/%s (uid %s), which no longer exists", conflict.Name, key.Namespace, key.Name, uid))

@@ -102,8 +102,8 @@ func (r *SandboxReconciler) reconcileOwner(ctx context.Context, sb *sandboxv1.Sa
 		// Note: an unanswered inspect says nothing about the owner; concluding it is
 		// missing would start (or end) a window on Docker's health, not the agent's.
 		setCondition(sb, sandboxv1.ConditionOwnerAlive, metav1.ConditionUnknown, sandboxv1.ReasonDockerUnavailable,
-			fmt.Sprintf("cannot inspect owner container %s: %v", name, err))
-		return createRetry, false, nil
+			fmt.Sprintf("cannot inspect owner container %s: %v; retrying in %s", name, err, retryLater(ctx).Round(time.Second)))
+		return 0, false, nil
 	}
 
 	now, grace := time.Now(), r.gracePeriod(sb)

@@ -11,9 +11,7 @@ const (
 	probeInterval     = time.Second
 	probeLateInterval = 15 * time.Second
 	featureRetry      = 5 * time.Second
-	// createRetry: a failed Docker call, or an unanswered API read, is tried again.
-	createRetry      = 5 * time.Second
-	pullPollInterval = 5 * time.Second
+	pullPollInterval  = 5 * time.Second
 	// pausedRecheck backs the unpause event up.
 	pausedRecheck = time.Minute
 )

@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -75,16 +76,23 @@ func (res serviceResult) stall() serviceResult {
 	return res
 }
 
-// dockerFailed records a failed Docker call on the containers condition.
-func (res serviceResult) dockerFailed(err error, doing string) serviceResult {
-	reason := sandboxv1.ReasonCreating
-	if errors.Is(err, dd.ErrUnavailable) {
-		reason = sandboxv1.ReasonDockerUnavailable
-	}
-	res.containers = part{reason: reason, message: fmt.Sprintf("%s: %v", doing, err)}
+// dockerFailed records a failed Docker call on the containers condition. What the
+// daemon refuses for the container's configuration (dd.ErrInvalid, whatever the
+// HTTP status) stalls the service with the daemon's words; anything else is
+// retried with the Sandbox's backoff.
+func (res serviceResult) dockerFailed(ctx context.Context, err error, doing string) serviceResult {
 	if res.probes.reason == "" {
 		res.probes = part{reason: sandboxv1.ReasonProbing, message: "waiting for the container"}
 	}
-	res.after(createRetry)
+	if errors.Is(err, dd.ErrInvalid) {
+		res.containers = part{reason: sandboxv1.ReasonInvalidSpec, message: fmt.Sprintf("%s: Docker refused it: %v", doing, err)}
+		return res.stall()
+	}
+	reason := sandboxv1.ReasonDockerError
+	if errors.Is(err, dd.ErrUnavailable) {
+		reason = sandboxv1.ReasonDockerUnavailable
+	}
+	retryIn := retryLater(ctx)
+	res.containers = part{reason: reason, message: fmt.Sprintf("%s: %v; retrying in %s", doing, err, retryIn.Round(time.Second))}
 	return res
 }

@@ -9,6 +9,7 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
@@ -23,7 +24,6 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
@@ -48,6 +48,12 @@ type SandboxReconciler struct {
 	events  *hostEvents
 	host    *host.Host
 	requeue chan event.TypedGenericEvent[*sandboxv1.Sandbox]
+	// own remembers this manager's Docker actions, whose events re-queue nothing.
+	own *ownActions
+	// memory keeps each Sandbox's backoff and probe attempts between passes.
+	memory *memory
+	// secrets watches the foreign Secrets that stall Sandboxes.
+	secrets *foreignSecrets
 }
 
 // +kubebuilder:rbac:groups=sandbox.roboco.io,resources=sandboxes,verbs=get;list;watch;update;patch;delete
@@ -62,9 +68,13 @@ type SandboxReconciler struct {
 func (r *SandboxReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	sb := &sandboxv1.Sandbox{}
 	if err := r.Get(ctx, req.NamespacedName, sb); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.forget(req.NamespacedName)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	ctx = logf.IntoContext(ctx, logf.FromContext(ctx).WithValues("agentID", sb.Spec.AgentID))
+	ctx = r.memory.startPass(ctx, sb)
 	if !sb.DeletionTimestamp.IsZero() {
 		return r.reconcileDelete(ctx, sb)
 	}
@@ -84,20 +94,23 @@ func (r *SandboxReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 		return ctrl.Result{}, err
 	}
 	result.RequeueAfter = soonest(result.RequeueAfter, life.ttlLeft)
-	return result, nil
+	return r.memory.pace(ctx, sb, result), nil
 }
 
 // provision reads or creates the credentials, then drives every service.
 func (r *SandboxReconciler) provision(ctx context.Context, sb *sandboxv1.Sandbox) (ctrl.Result, *credentials, error) {
 	creds, err := r.ensureSecret(ctx, sb)
 	var conflict errSecretConflict
+	key := types.NamespacedName{Namespace: sb.Namespace, Name: sb.Name}
 	switch {
 	case errors.As(err, &conflict):
 		stallAll(sb, sandboxv1.ReasonSecretConflict, err.Error())
-		return ctrl.Result{}, nil, reconcile.TerminalError(err)
+		r.secrets.watch(key, conflict.name)
+		return ctrl.Result{RequeueAfter: jitter(stalledRecheck)}, nil, nil
 	case err != nil:
 		return ctrl.Result{}, nil, err
 	}
+	r.secrets.stop(key)
 	result, err := r.reconcileServices(ctx, sb, creds)
 	return result, creds, err
 }
@@ -121,7 +134,9 @@ func (r *SandboxReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if err := r.Options.Validate(); err != nil {
 		return err
 	}
-	r.defaults(mgr)
+	if err := r.defaults(mgr); err != nil {
+		return err
+	}
 	r.requeue = make(chan event.TypedGenericEvent[*sandboxv1.Sandbox], 1024)
 	pulls := host.NewPulls(r.Driver, r.wake, sandboxMetrics.observePull)
 	r.host = host.New(r.Driver, r.Options.StopTimeout, pulls)
@@ -130,6 +145,7 @@ func (r *SandboxReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
 		pulls.Start(ctx)
+		r.secrets.start(ctx)
 		<-ctx.Done()
 		return nil
 	})); err != nil {
@@ -156,7 +172,17 @@ func (r *SandboxReconciler) SetupWithManager(mgr ctrl.Manager) error {
 }
 
 // defaults fills what the caller left unset from the manager.
-func (r *SandboxReconciler) defaults(mgr ctrl.Manager) {
+func (r *SandboxReconciler) defaults(mgr ctrl.Manager) error {
+	if r.own == nil {
+		r.own = newOwnActions()
+		r.Driver = r.own.wrap(r.Driver)
+	}
+	r.memory = newMemory()
+	secrets, err := newForeignSecrets(mgr, r.enqueue)
+	if err != nil {
+		return err
+	}
+	r.secrets = secrets
 	if r.APIReader == nil {
 		r.APIReader = mgr.GetAPIReader()
 	}
@@ -170,6 +196,13 @@ func (r *SandboxReconciler) defaults(mgr ctrl.Manager) {
 	if r.MaxConcurrentReconciles == 0 {
 		r.MaxConcurrentReconciles = 4
 	}
+	return nil
+}
+
+// forget drops what the reconciler keeps of a Sandbox that is gone.
+func (r *SandboxReconciler) forget(key types.NamespacedName) {
+	r.memory.forget(key)
+	r.secrets.stop(key)
 }
 
 // wake re-queues the Sandbox a finished pull waited for (its key's string form).

@@ -29,11 +29,11 @@ func (r *SandboxReconciler) reconcileService(ctx context.Context, w serviceWork,
 	res := newServiceResult(w)
 	obs, err := r.host.Observe(ctx, w.svc, ours, w.prev.ContainerID)
 	if err != nil {
-		return res.dockerFailed(err, "observing "+w.svc.Container.Name)
+		return res.dockerFailed(ctx, err, "observing "+w.svc.Container.Name)
 	}
 	for _, c := range obs.Outdated {
 		if err := r.host.Remove(ctx, c.ID); err != nil {
-			return res.dockerFailed(err, "removing the outdated container "+c.Name)
+			return res.dockerFailed(ctx, err, "removing the outdated container "+c.Name)
 		}
 		res.event(sandboxv1.EventUpdated, fmt.Sprintf("%s: replacing container %s to apply the new spec (%s)", w.svc.Engine.Name(), c.Name, c.Why))
 	}
@@ -60,7 +60,7 @@ func (r *SandboxReconciler) reconcileService(ctx context.Context, w serviceWork,
 	}
 	c, err := r.host.Inspect(ctx, obs.Current.ID)
 	if err != nil {
-		return res.dockerFailed(err, "inspecting "+obs.Current.Name)
+		return res.dockerFailed(ctx, err, "inspecting "+obs.Current.Name)
 	}
 	return r.serviceRunning(ctx, w, c, res)
 }
@@ -93,7 +93,7 @@ func (r *SandboxReconciler) recreateStopped(ctx context.Context, w serviceWork, 
 			w.svc.Engine.Name()+" is not running", wait)
 	}
 	if err := r.host.Remove(ctx, c.ID); err != nil {
-		return res.dockerFailed(err, "removing the exited container "+c.Name)
+		return res.dockerFailed(ctx, err, "removing the exited container "+c.Name)
 	}
 	res.event(sandboxv1.EventRecreated, exitMsg+"; recreating it with the same credentials")
 	res.status.Restarts++
@@ -107,6 +107,11 @@ func (r *SandboxReconciler) ensureService(ctx context.Context, w serviceWork, re
 	got, err := r.host.Ensure(ctx, w.svc, res.status.Restarts, waiter)
 	image := w.svc.Image()
 	switch pull := got.Pull; {
+	case pull.Err != nil && !errors.Is(pull.Err, dd.ErrPullFailed):
+		// Docker did not say whether the image is present: a failed Docker call.
+		res = res.dockerFailed(ctx, pull.Err, "looking up image "+image)
+		res.images = res.containers
+		return res
 	case pull.Err != nil:
 		res.images = part{reason: sandboxv1.ReasonPullFailed, message: pull.Err.Error() + fmt.Sprintf("; retrying in %s", pull.RetryIn.Round(time.Second))}
 		if errors.Is(pull.Err, dd.ErrUnavailable) {
@@ -119,7 +124,7 @@ func (r *SandboxReconciler) ensureService(ctx context.Context, w serviceWork, re
 	case got.Taken != nil:
 		return r.nameConflict(ctx, res, got.Taken)
 	case err != nil:
-		return res.dockerFailed(err, "creating "+w.svc.Container.Name)
+		return res.dockerFailed(ctx, err, "creating "+w.svc.Container.Name)
 	}
 	return r.serviceRunning(ctx, w, got.Container, res)
 }

@@ -18,7 +18,7 @@ func (r *SandboxReconciler) probeService(ctx context.Context, w serviceWork, c d
 		passed, detail := r.host.Probe(ctx, w.svc, c, addr)
 		sandboxMetrics.probeAttempts.WithLabelValues(e.Name(), map[bool]string{true: "success", false: "failure"}[passed]).Inc()
 		if !passed {
-			return probeFailed(w, c, detail, res)
+			return r.probeFailed(w, c, detail, res)
 		}
 	}
 	featuresVerified := alreadyAnswered && slices.Equal(featureStrings(w.prev.Features), w.svc.Features)
@@ -41,13 +41,16 @@ func (r *SandboxReconciler) probeService(ctx context.Context, w serviceWork, c d
 	return res
 }
 
-// probeFailed says the service has not answered yet, or (past its deadline) that it
-// did not answer in time, and paces the next probe accordingly.
-func probeFailed(w serviceWork, c dd.Container, detail string, res serviceResult) serviceResult {
+// probeFailed says the service has not answered yet, or that it did not answer in
+// time, and paces the next probe accordingly. The deadline is judged from this
+// manager's attempts on the container (memory.probeFailed), not from its start: a
+// Sandbox that waited in the queue has not been probed for that long.
+func (r *SandboxReconciler) probeFailed(w serviceWork, c dd.Container, detail string, res serviceResult) serviceResult {
 	name, deadline := w.svc.Engine.Name(), w.svc.ProbeDeadline
-	if time.Now().Before(c.StartedAt.Add(deadline)) {
+	timedOut, since := r.memory.probeFailed(w.sb, name, c.ID, deadline)
+	if !timedOut {
 		res.probes = part{reason: sandboxv1.ReasonProbing, message: fmt.Sprintf("%s has not answered yet (%s of %s): %s",
-			name, time.Since(c.StartedAt).Round(time.Second), deadline, detail)}
+			name, time.Since(since).Round(time.Second), deadline, detail)}
 		res.after(probeInterval)
 		return res
 	}

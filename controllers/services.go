@@ -9,7 +9,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
 	dd "github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver"
@@ -25,13 +24,13 @@ func (r *SandboxReconciler) reconcileServices(ctx context.Context, sb *sandboxv1
 		if specs[i], err = r.resolveService(sb, svc, creds.passwords[string(svc.Engine)]); err != nil {
 			stallAll(sb, sandboxv1.ReasonInvalidSpec, err.Error())
 			r.Recorder.Eventf(sb, nil, corev1.EventTypeWarning, sandboxv1.ReasonInvalidSpec, sandboxv1.ActionValidate, "%s", err.Error())
-			return ctrl.Result{}, reconcile.TerminalError(err)
+			return ctrl.Result{RequeueAfter: jitter(stalledRecheck)}, nil
 		}
 	}
 	ours, err := r.Driver.List(ctx, uidSelector(sb))
 	if err != nil {
-		dockerDown(sb, err)
-		return ctrl.Result{RequeueAfter: createRetry}, nil
+		dockerDown(sb, err, retryLater(ctx))
+		return ctrl.Result{}, nil
 	}
 	byEngine := map[string][]dd.ContainerSummary{}
 	for _, c := range ours {
@@ -84,18 +83,21 @@ func (r *SandboxReconciler) runServices(ctx context.Context, sb *sandboxv1.Sandb
 	return results
 }
 
-// passResult is when the services want another look: the soonest any asked for; none
-// when one stalled (only a change or an event helps); else the jittered resync.
+// passResult is when the services want another look: the soonest any asked for,
+// a stalled one after the slow recheck (an event brings it back sooner when what
+// blocks it goes), none of them cutting the others' short; when none asked, the
+// jittered resync. A failed Docker call adds the Sandbox's backoff (pace).
 func passResult(results []serviceResult, resync time.Duration) ctrl.Result {
-	var result ctrl.Result
+	var after time.Duration
 	for _, res := range results {
+		want := res.requeue
 		if res.stalled {
-			return ctrl.Result{}
+			want = soonest(want, jitter(stalledRecheck))
 		}
-		result.RequeueAfter = soonest(result.RequeueAfter, res.requeue)
+		after = soonest(after, want)
 	}
-	if result.RequeueAfter == 0 {
-		result.RequeueAfter = jitter(resync)
+	if after == 0 {
+		after = jitter(resync)
 	}
-	return result
+	return ctrl.Result{RequeueAfter: after}
 }

@@ -3,6 +3,7 @@ package controllers
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -23,6 +24,7 @@ var failureReasons = map[string]bool{
 	sandboxv1.ReasonPullFailed: true, sandboxv1.ReasonNameConflict: true, sandboxv1.ReasonExited: true,
 	sandboxv1.ReasonProbeTimeout: true, sandboxv1.ReasonFeatureVerifyFailed: true,
 	sandboxv1.ReasonDockerUnavailable: true, sandboxv1.ReasonInvalidSpec: true, sandboxv1.ReasonPaused: true,
+	sandboxv1.ReasonDockerError: true,
 }
 
 // merge folds the services' parts into one condition: True when all are ok, else the
@@ -118,9 +120,9 @@ func stallAll(sb *sandboxv1.Sandbox, reason, message string) {
 }
 
 // dockerDown marks the Sandbox as unverifiable while Docker does not answer.
-func dockerDown(sb *sandboxv1.Sandbox, err error) {
+func dockerDown(sb *sandboxv1.Sandbox, err error, retryIn time.Duration) {
 	sb.Status.ObservedGeneration = sb.Generation
-	msg := "Docker does not answer: " + err.Error()
+	msg := fmt.Sprintf("Docker does not answer: %v; retrying in %s", err, retryIn.Round(time.Second))
 	setCondition(sb, sandboxv1.ConditionContainersRunning, metav1.ConditionUnknown, sandboxv1.ReasonDockerUnavailable, msg)
 	setCondition(sb, sandboxv1.ConditionReady, metav1.ConditionFalse, sandboxv1.ReasonDockerUnavailable, msg)
 	setCondition(sb, sandboxv1.ConditionReconciling, metav1.ConditionTrue, sandboxv1.ReasonDockerUnavailable, "retrying: "+msg)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -171,7 +172,7 @@ func TestMerge(t *testing.T) {
 func TestDockerDown(t *testing.T) {
 	sb := sandboxAt()
 	summarize(sb, []serviceResult{service("redis", present, running, answers)})
-	dockerDown(sb, errors.New("dial unix /var/run/docker.sock: connect: no such file or directory"))
+	dockerDown(sb, errors.New("dial unix /var/run/docker.sock: connect: no such file or directory"), 4*time.Second)
 	checkConditions(t, sb, map[string]string{
 		sandboxv1.ConditionReady:             "False/DockerUnavailable",
 		sandboxv1.ConditionContainersRunning: "Unknown/DockerUnavailable",

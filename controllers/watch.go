@@ -10,32 +10,59 @@ import (
 
 	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
 	dd "github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver"
+	"github.com/roboco-sandbox/sandbox-controller/internal/engine"
+	"github.com/roboco-sandbox/sandbox-controller/internal/host"
 )
+
+// containerNameIndex indexes Sandboxes by the names of their service containers, so
+// the destroy of a container holding one finds the Sandbox waiting for it.
+const containerNameIndex = "sandbox.roboco.io/container-name"
+
+// indexContainerNames is the containerNameIndex function.
+func indexContainerNames(obj client.Object) []string {
+	sb, ok := obj.(*sandboxv1.Sandbox)
+	if !ok {
+		return nil
+	}
+	var names []string
+	for _, svc := range sb.Spec.Services {
+		if e, ok := engine.Lookup(string(svc.Engine)); ok {
+			names = append(names, engine.ContainerName(e, sb.Spec.AgentID))
+		}
+	}
+	return names
+}
 
 // watchBuffer bounds the events waiting for the Sandbox watch; past it the watch
 // loses events and re-queues every Sandbox once it catches up.
 const watchBuffer = 4096
 
-// setupDockerWatch indexes Sandboxes by owner container and adds the Docker event
-// watch to the manager.
+// setupDockerWatch indexes Sandboxes by owner container and by service container
+// name, and adds the Docker event watch to the manager.
 func (r *SandboxReconciler) setupDockerWatch(mgr ctrl.Manager) error {
-	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &sandboxv1.Sandbox{}, ownerIndex, r.indexOwner); err != nil {
+	indexer := mgr.GetFieldIndexer()
+	if err := indexer.IndexField(context.Background(), &sandboxv1.Sandbox{}, ownerIndex, r.indexOwner); err != nil {
 		return err
 	}
-	return mgr.Add(&dockerWatch{events: r.events, reader: mgr.GetCache(), enqueue: r.enqueue})
+	if err := indexer.IndexField(context.Background(), &sandboxv1.Sandbox{}, containerNameIndex, indexContainerNames); err != nil {
+		return err
+	}
+	return mgr.Add(&dockerWatch{events: r.events, own: r.own, reader: mgr.GetCache(), enqueue: r.enqueue})
 }
 
 // dockerWatch turns Docker container events into reconcile requests, so a container
-// that dies or vanishes, or an owner container that stops or starts, is noticed at
-// once without polling. After its stream resyncs (events may have been missed) it
-// re-queues every Sandbox.
+// that dies or vanishes, an owner container that stops or starts, or a container
+// name that is freed is noticed at once without polling. After its stream resyncs
+// (events may have been missed) it re-queues every Sandbox.
 //
 // Note: owner containers are not ours and carry none of our labels, so the stream
 // cannot be filtered by label; it is one stream of every container's lifecycle.
-// Ours route by their labels, any other container by name through the owner index
-// of the informer cache: a map lookup per event.
+// Ours route by their labels, any other container by name through the indexes of
+// the informer cache: a map lookup per event. Events of this manager's own actions
+// re-queue nothing (ownActions): a pass that failed waits for its backoff.
 type dockerWatch struct {
 	events  *hostEvents
+	own     *ownActions
 	reader  client.Reader
 	enqueue func(types.NamespacedName)
 }
@@ -50,6 +77,9 @@ func (w *dockerWatch) Start(ctx context.Context) error {
 		return err
 	}
 	for ev := range events {
+		if ev.Type == dd.EventDestroy {
+			w.enqueueWaiting(ctx, ev)
+		}
 		switch {
 		case ev.Type == dd.EventResync:
 			log.Info("Docker event stream resynced; re-queueing every Sandbox")
@@ -57,7 +87,7 @@ func (w *dockerWatch) Start(ctx context.Context) error {
 		case ev.Type == dd.EventLost:
 			log.Info("Docker events lost; re-queueing every Sandbox once the stream resyncs")
 		case isSandboxContainer(ev.Labels):
-			if key, ok := sandboxKey(ev.Labels); ok {
+			if key, ok := sandboxKey(ev.Labels); ok && !w.own.caused(ev) {
 				w.enqueue(key)
 			}
 		case ev.Type == dd.EventStart || ev.Type == dd.EventDie || ev.Type == dd.EventDestroy:
@@ -65,6 +95,22 @@ func (w *dockerWatch) Start(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// enqueueWaiting re-queues the Sandboxes whose service container name a destroyed
+// container held (a Sandbox stalled on NameConflict resumes), except the one the
+// container belonged to.
+func (w *dockerWatch) enqueueWaiting(ctx context.Context, ev dd.Event) {
+	var list sandboxv1.SandboxList
+	if err := w.reader.List(ctx, &list, client.MatchingFields{containerNameIndex: ev.Name}, client.UnsafeDisableDeepCopy); err != nil {
+		logf.FromContext(ctx).Error(err, "Looking up the Sandboxes of a container name", "container", ev.Name)
+		return
+	}
+	for i := range list.Items {
+		if string(list.Items[i].UID) != ev.Labels[host.LabelUID] {
+			w.enqueue(types.NamespacedName{Namespace: list.Items[i].Namespace, Name: list.Items[i].Name})
+		}
+	}
 }
 
 // enqueueOwned re-queues the Sandboxes whose owner container is name.

@@ -79,7 +79,11 @@ const (
 const (
 	// ReasonDockerUnavailable: the Docker host does not answer; retried with backoff.
 	ReasonDockerUnavailable = "DockerUnavailable"
-	// ReasonInvalidSpec: the spec asks for something the manager does not allow (e.g. memory above its maximum).
+	// ReasonDockerError: a Docker call failed in a way a retry may fix; the message has
+	// the daemon's words and when the retry comes (with backoff).
+	ReasonDockerError = "DockerError"
+	// ReasonInvalidSpec: the spec asks for something the manager does not allow (e.g. memory
+	// above its maximum), or the Docker host refused the container it makes (the daemon's words).
 	ReasonInvalidSpec = "InvalidSpec"
 	// ReasonSecretConflict: a Secret with the credentials Secret's name exists and is not this Sandbox's.
 	ReasonSecretConflict = "SecretConflict"

@@ -1,0 +1,146 @@
+package controllers
+
+import (
+	"context"
+	"math"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
+	"github.com/roboco-sandbox/sandbox-controller/internal/host"
+)
+
+// retryBackoff paces every retry of a failure a retry may fix (a Docker call that
+// failed or did not answer, Docker down, a teardown that did not finish, an owner
+// that could not be inspected): 1s after the first failed pass, doubling with each
+// failed pass in a row, at most 5 minutes, ±10% jitter. A pass without a failure
+// resets it.
+var retryBackoff = wait.Backoff{Duration: time.Second, Factor: 2, Cap: 5 * time.Minute, Steps: math.MaxInt32}
+
+// stalledRecheck is how often a stalled Sandbox is looked at again (jittered), for
+// what blocks it may go without an event saying so; where an event exists (a
+// container name freed, a foreign Secret deleted) it resumes at once.
+const stalledRecheck = 5 * time.Minute
+
+// memory is what the reconciler keeps of each Sandbox between passes, in memory
+// only: how many passes in a row failed (the backoff's step) and how its probes
+// went. A restarted manager starts afresh: the first retry comes at once, and a
+// probe's deadline counts from its first attempt after the restart.
+type memory struct {
+	mu        sync.Mutex
+	sandboxes map[types.NamespacedName]*recall
+}
+
+// recall is the memory of one Sandbox (of one UID: a Sandbox made again under the
+// same name starts afresh).
+type recall struct {
+	uid      types.UID
+	failures int
+	// probes are the attempts on each service's current container, by engine.
+	probes map[string]probeAttempts
+}
+
+// probeAttempts are the failed probes of one container.
+type probeAttempts struct {
+	containerID string
+	first       time.Time
+	count       int
+}
+
+func newMemory() *memory { return &memory{sandboxes: map[types.NamespacedName]*recall{}} }
+
+// of returns sb's memory. Callers hold m.mu.
+func (m *memory) of(sb *sandboxv1.Sandbox) *recall {
+	key := types.NamespacedName{Namespace: sb.Namespace, Name: sb.Name}
+	rec, ok := m.sandboxes[key]
+	if !ok || rec.uid != sb.UID {
+		rec = &recall{uid: sb.UID, probes: map[string]probeAttempts{}}
+		m.sandboxes[key] = rec
+	}
+	return rec
+}
+
+// forget drops the memory of a Sandbox that is gone.
+func (m *memory) forget(key types.NamespacedName) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.sandboxes, key)
+}
+
+// pass is one reconcile of one Sandbox, carried in its context, so that any step
+// can say it met a failure a retry may fix (retryLater) and what delay the retry
+// will get.
+type pass struct {
+	failed  atomic.Bool
+	retryIn time.Duration
+}
+
+type passKey struct{}
+
+// startPass begins a pass over sb: its retry, should any step fail, comes after
+// the Sandbox's backoff.
+func (m *memory) startPass(ctx context.Context, sb *sandboxv1.Sandbox) context.Context {
+	m.mu.Lock()
+	failures := m.of(sb).failures
+	m.mu.Unlock()
+	return context.WithValue(ctx, passKey{}, &pass{retryIn: jitter(host.Delay(retryBackoff, failures))})
+}
+
+// retryLater notes that the pass met a failure a retry may fix, and returns when
+// that retry comes (for messages).
+func retryLater(ctx context.Context) time.Duration {
+	p, ok := ctx.Value(passKey{}).(*pass)
+	if !ok {
+		return retryBackoff.Duration
+	}
+	p.failed.Store(true)
+	return p.retryIn
+}
+
+// pace ends a pass: after a failure the Sandbox comes back after its backoff (or
+// sooner, when a step asked for sooner), and the next failure waits longer; a pass
+// without one resets the backoff.
+//
+// Note: this is the one retry mechanism of the Sandbox reconciler. The workqueue's
+// own rate limiter only paces errors of the API server.
+func (m *memory) pace(ctx context.Context, sb *sandboxv1.Sandbox, result ctrl.Result) ctrl.Result {
+	p, ok := ctx.Value(passKey{}).(*pass)
+	if !ok {
+		return result
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	rec := m.of(sb)
+	if !p.failed.Load() {
+		rec.failures = 0
+		return result
+	}
+	rec.failures++
+	result.RequeueAfter = soonest(result.RequeueAfter, p.retryIn)
+	return result
+}
+
+// minProbeAttempts is how many failed probes, spanning the engine's deadline, it
+// takes to judge that a service did not answer in time: a pass delayed in the
+// queue past the deadline has probed once, late, and that is no timeout.
+const minProbeAttempts = 3
+
+// probeFailed records a failed probe of containerID and reports whether the
+// service's attempts now span its deadline.
+func (m *memory) probeFailed(sb *sandboxv1.Sandbox, engineName, containerID string, deadline time.Duration) (timedOut bool, since time.Time) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	rec := m.of(sb)
+	a := rec.probes[engineName]
+	if a.containerID != containerID {
+		a = probeAttempts{containerID: containerID, first: time.Now()}
+	}
+	a.count++
+	rec.probes[engineName] = a
+	return a.count >= minProbeAttempts && time.Since(a.first) >= deadline, a.first
+}
