@@ -3,7 +3,9 @@ package dockerdriver_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"maps"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -22,6 +24,39 @@ func TestContract(t *testing.T) {
 	})
 	t.Run("kernel", func(t *testing.T) { testKernelEnforcesSpec(t, fx) })
 	t.Run("negotiation", func(t *testing.T) { testNegotiation(t, fx) })
+	t.Run("refusals", func(t *testing.T) { testRefusals(t, fx) })
+}
+
+// testRefusals: what the daemon refuses for a container's config is ErrInvalid,
+// whatever the HTTP status (a CPU count above the host's is a 400 at create; a CPU
+// quota under runc's 1ms floor a 500 at start), carries the daemon's words, and
+// leaves nothing behind. Retrying cannot fix it, so the controller stalls on it.
+func testRefusals(t *testing.T, fx *drivertest.DockerFixture) {
+	t.Parallel()
+	d, env := fx.NewDriver(t, drivertest.Config{})
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	for _, tc := range []struct {
+		name     string
+		nanoCPUs int64
+		words    string
+	}{
+		{"cpu above the host's", int64(runtime.NumCPU()+1) * 1e9, "CPUs available"},
+		{"cpu under the quota floor", 5e6, "cpu.cfs_quota_us"},
+	} {
+		labels := maps.Clone(env.Labels())
+		labels[drivertest.OwnerLabel] = "refusal"
+		s := dd.ContainerSpec{Name: "sdt-refused-" + fx.RunID + "-" + strings.ReplaceAll(tc.name, " ", "-")[:7] + fmt.Sprint(tc.nanoCPUs%1000),
+			Image: env.Image(), Labels: labels, OwnerLabel: drivertest.OwnerLabel,
+			Cmd: env.Command(drivertest.Script{Sleep: drivertest.Forever}), NanoCPUs: tc.nanoCPUs}
+		_, err := d.CreateContainer(ctx, s)
+		if !errors.Is(err, dd.ErrInvalid) || !strings.Contains(err.Error(), tc.words) {
+			t.Errorf("%s: CreateContainer error %v, want ErrInvalid with the daemon's words %q", tc.name, err, tc.words)
+		}
+		if _, err := d.Inspect(ctx, s.Name); !errors.Is(err, dd.ErrNotFound) {
+			t.Errorf("%s: the refused container is left behind (inspect: %v)", tc.name, err)
+		}
+	}
 }
 
 // testKernelEnforcesSpec checks what inspect cannot: that the limits and
