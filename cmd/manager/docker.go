@@ -56,13 +56,23 @@ func dockerUnreachable(host string, timeout time.Duration, err error) error {
 	return errors.New(b.String())
 }
 
-// dockerReadyz is the /readyz check: not ready while Docker does not answer a ping.
+// readyzProbeLabels select no container: the /readyz list costs the daemon little
+// but goes through its container store, as every reconcile does.
+var readyzProbeLabels = map[string]string{"sandbox.roboco.io/readyz": "probe"}
+
+// dockerReadyz is the /readyz check: not ready while Docker does not answer, within
+// pingTimeout, a ping and a real call (a wedged daemon still answers pings while
+// its container calls hang). Liveness (/healthz) never depends on Docker: an
+// outage must not get the manager restarted over and over.
 func dockerReadyz(driver dd.Driver) healthz.Checker {
 	return func(req *http.Request) error {
 		ctx, cancel := context.WithTimeout(req.Context(), pingTimeout)
 		defer cancel()
 		if _, err := driver.Ping(ctx); err != nil {
 			return fmt.Errorf("docker does not answer: %w", err)
+		}
+		if _, err := driver.List(ctx, readyzProbeLabels); err != nil {
+			return fmt.Errorf("docker answers pings but not container calls: %w", err)
 		}
 		return nil
 	}

@@ -34,6 +34,12 @@ func TestReadyzFollowsDocker(t *testing.T) {
 		t.Errorf("a hanging Docker held /readyz for %s", d)
 	}
 	clear()
+	// A wedged daemon answers pings while its container calls hang.
+	clear = driver.Inject(fake.Fault{Verb: fake.VerbList, Delay: time.Hour})
+	if err := check(req); err == nil || !strings.Contains(err.Error(), "not container calls") {
+		t.Errorf("Docker answering pings only: err = %v", err)
+	}
+	clear()
 	if err := check(req); err != nil {
 		t.Errorf("Docker back: %v", err)
 	}
