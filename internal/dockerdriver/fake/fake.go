@@ -85,6 +85,7 @@ const DefaultCPUs = 4
 // WithCPUs sets the host's CPU count (Ping's NCPU): a container asking for more
 // NanoCPUs is refused at create, as Docker does.
 func WithCPUs(n int) Option { return func(f *Driver) { f.cpus = n } }
+
 // WithCallTimeout bounds each call whose caller set no deadline, as the real
 // driver does (default dd.DefaultCallTimeout): a Delay fault longer than that is
 // a daemon that does not answer in time.
