@@ -157,6 +157,11 @@ func (r *SandboxReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if err := r.setupDockerWatch(mgr); err != nil {
 		return err
 	}
+	// Liveness is the manager's own health: no pass stuck (Docker calls have deadlines).
+	live := newPasses()
+	if err := mgr.AddHealthzCheck("sandbox-passes", live.check); err != nil {
+		return err
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&sandboxv1.Sandbox{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		// A credentials Secret deleted by hand is re-made at once (the manager caches
@@ -168,7 +173,7 @@ func (r *SandboxReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		WatchesRawSource(source.Channel(r.requeue, &handler.TypedEnqueueRequestForObject[*sandboxv1.Sandbox]{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.MaxConcurrentReconciles}).
 		Named("sandbox").
-		Complete(r)
+		Complete(live.wrap(r))
 }
 
 // defaults fills what the caller left unset from the manager.

@@ -1,0 +1,57 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+)
+
+// stuckAfter is how long one pass may run before the manager counts as wedged.
+// Every Docker call has a deadline, so a pass adds up to a few minutes at worst
+// against a daemon that never answers; one running longer is a bug of ours that a
+// restart clears, while a Docker outage never fails liveness.
+const stuckAfter = 10 * time.Minute
+
+// passes tracks the passes in flight, for the liveness check.
+type passes struct {
+	stuckAfter time.Duration
+	mu         sync.Mutex
+	next       uint64
+	running    map[uint64]time.Time
+}
+
+func newPasses() *passes { return &passes{stuckAfter: stuckAfter, running: map[uint64]time.Time{}} }
+
+// wrap counts every pass of r.
+func (p *passes) wrap(r reconcile.Reconciler) reconcile.Reconciler {
+	return reconcile.Func(func(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+		p.mu.Lock()
+		id := p.next
+		p.next++
+		p.running[id] = time.Now()
+		p.mu.Unlock()
+		defer func() {
+			p.mu.Lock()
+			delete(p.running, id)
+			p.mu.Unlock()
+		}()
+		return r.Reconcile(ctx, req)
+	})
+}
+
+// check is the /healthz check: it fails while a pass has run for longer than stuckAfter.
+func (p *passes) check(*http.Request) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, started := range p.running {
+		if ran := time.Since(started); ran > p.stuckAfter {
+			return fmt.Errorf("a Sandbox pass has run for %s (more than %s): the manager is wedged", ran.Round(time.Second), p.stuckAfter)
+		}
+	}
+	return nil
+}
