@@ -46,7 +46,9 @@ var _ = Describe("Retries", func() {
 		Expect(k8sClient.Create(ctx, sb)).To(Succeed())
 		Eventually(func() int { return host.Calls(fake.VerbCreateContainer) }).Should(BeNumerically(">=", 1))
 
-		Expect(createsIn(host)).To(BeNumerically("<=", 5), "creates in %s", hotLoopWindow)
+		n := createsIn(host)
+		AddReportEntry("creates in the window while the start keeps failing", n)
+		Expect(n).To(BeNumerically("<=", 5), "creates in %s", hotLoopWindow)
 		Expect(conditionOf(sb, sandboxv1.ConditionReconciling).Message).To(ContainSubstring("resource temporarily unavailable"))
 		Expect(condition(sb, sandboxv1.ConditionStalled)()).To(BeEmpty(), "a retry may fix this one")
 		Eventually(eventReasons(sb)).Should(ContainElement(sandboxv1.ReasonDockerError))

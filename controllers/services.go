@@ -8,6 +8,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
@@ -22,8 +23,11 @@ func (r *SandboxReconciler) reconcileServices(ctx context.Context, sb *sandboxv1
 	for i, svc := range sb.Spec.Services {
 		var err error
 		if specs[i], err = r.resolveService(sb, svc, creds.passwords[string(svc.Engine)]); err != nil {
+			// Note: the Warning once per stall, not on every recheck.
+			if c := meta.FindStatusCondition(sb.Status.Conditions, sandboxv1.ConditionStalled); c == nil || c.Message != err.Error() {
+				r.Recorder.Eventf(sb, nil, corev1.EventTypeWarning, sandboxv1.ReasonInvalidSpec, sandboxv1.ActionValidate, "%s", err.Error())
+			}
 			stallAll(sb, sandboxv1.ReasonInvalidSpec, err.Error())
-			r.Recorder.Eventf(sb, nil, corev1.EventTypeWarning, sandboxv1.ReasonInvalidSpec, sandboxv1.ActionValidate, "%s", err.Error())
 			return ctrl.Result{RequeueAfter: jitter(stalledRecheck)}, nil
 		}
 	}
