@@ -10,7 +10,10 @@ import (
 // Finalizer holds a Sandbox until its containers are confirmed gone.
 const Finalizer = "sandbox.roboco.io/teardown"
 
-// SecretLabel marks the credentials Secrets, so the manager caches only those.
+// SecretLabel marks the credentials Secrets, so the manager caches only those
+// (CacheOptions selects on the key alone). Its value is the Sandbox's UID, which
+// always fits a label value; releases before it wrote the Sandbox's name, which
+// does not when longer than 63 characters.
 const SecretLabel = "sandbox.roboco.io/sandbox"
 
 // sandboxKey is the Sandbox a container's labels name.

@@ -8,12 +8,29 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
 	"github.com/roboco-sandbox/sandbox-controller/internal/engine"
 )
+
+// CacheOptions are the cache settings the controllers need from their manager:
+// of all Secrets, only the credentials Secrets are cached, whatever their
+// SecretLabel's value (a Sandbox's UID, or its name as older releases wrote it).
+func CacheOptions() cache.Options {
+	ours, err := labels.NewRequirement(SecretLabel, selection.Exists, nil)
+	if err != nil {
+		panic(err) // a constant key
+	}
+	return cache.Options{ByObject: map[client.Object]cache.ByObject{
+		&corev1.Secret{}: {Label: labels.NewSelector().Add(*ours)},
+	}}
+}
 
 // secretName is the credentials Secret of a Sandbox.
 func secretName(sb *sandboxv1.Sandbox) string { return sb.Name + "-sandbox" }
@@ -73,7 +90,7 @@ func (r *SandboxReconciler) createSecret(ctx context.Context, sb *sandboxv1.Sand
 			"Secret %s was deleted: new passwords are made and the service containers replaced to match", key.Name)
 	}
 	creds.secret = &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: key.Name, Namespace: key.Namespace, Labels: map[string]string{SecretLabel: sb.Name}},
+		ObjectMeta: metav1.ObjectMeta{Name: key.Name, Namespace: key.Namespace, Labels: map[string]string{SecretLabel: string(sb.UID)}},
 		Type:       corev1.SecretTypeOpaque,
 		Data:       secretData(sb, creds.passwords),
 	}

@@ -56,6 +56,7 @@ func startManager(driver dd.Driver, opts controllers.Options) (stop func()) {
 	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
 		Scheme:     scheme,
 		Metrics:    metricsserver.Options{BindAddress: "0"},
+		Cache:      controllers.CacheOptions(),
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
 	})
 	Expect(err).NotTo(HaveOccurred())

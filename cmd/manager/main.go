@@ -13,16 +13,11 @@ import (
 	"strings"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -135,12 +130,6 @@ func start(ctx context.Context, s *settings) error {
 
 // managerOptions are controller-runtime's options from the flags.
 func managerOptions(s *settings) ctrl.Options {
-	// Note: only the credentials Secrets are cached (they carry SecretLabel), not
-	// every Secret of the cluster.
-	ours, err := labels.NewRequirement(controllers.SecretLabel, selection.Exists, nil)
-	if err != nil {
-		panic(err)
-	}
 	return ctrl.Options{
 		Scheme:                        controllers.NewScheme(),
 		Metrics:                       metricsserver.Options{BindAddress: s.metricsAddr},
@@ -152,9 +141,7 @@ func managerOptions(s *settings) ctrl.Options {
 		LeaseDuration:                 &s.leaseDuration,
 		RenewDeadline:                 &s.renewDeadline,
 		RetryPeriod:                   &s.retryPeriod,
-		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
-			&corev1.Secret{}: {Label: labels.NewSelector().Add(*ours)},
-		}},
+		Cache:                         controllers.CacheOptions(),
 	}
 }
 
