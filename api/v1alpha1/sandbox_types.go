@@ -58,10 +58,12 @@ type SandboxSpec struct {
 	Services []ServiceSpec `json:"services"`
 
 	// network is the Docker network the service containers join, with their
-	// published host as DNS alias. Default: the manager's --default-network.
+	// published host as DNS alias: a user-defined network among those the
+	// operator allows (--allowed-networks). Default: the manager's --default-network.
 	// +optional
 	// +kubebuilder:validation:MaxLength=128
 	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-zA-Z0-9][a-zA-Z0-9_.-]*$')",message="network must be a Docker network name: letters, digits, '_', '.' and '-', starting with a letter or digit"
+	// +kubebuilder:validation:XValidation:rule="!(self in ['host', 'none', 'bridge'])",message="network must not be host, none or bridge: leave it empty for the operator's default network, or name a user-defined network the operator allows"
 	Network string `json:"network,omitempty"`
 
 	// ttl is a hard expiry counted from creation: past it the Sandbox deletes itself.
@@ -129,9 +131,11 @@ type ServiceResources struct {
 	// +kubebuilder:validation:XValidation:rule="isQuantity(string(self)) && quantity(string(self)).isGreaterThan(quantity('0'))",message="memory must be a positive quantity such as 256Mi or 1Gi"
 	Memory *resource.Quantity `json:"memory,omitempty"`
 
-	// cpu is the container's CPU limit in cores, e.g. 1 or 500m.
+	// cpu is the container's CPU limit in cores, e.g. 1 or 500m: at least 10m
+	// (Docker's smallest CPU quota), at most the manager's --max-cpu and the
+	// Docker host's CPU count.
 	// +optional
-	// +kubebuilder:validation:XValidation:rule="isQuantity(string(self)) && quantity(string(self)).isGreaterThan(quantity('0'))",message="cpu must be a positive quantity such as 500m or 2"
+	// +kubebuilder:validation:XValidation:rule="isQuantity(string(self)) && quantity(string(self)).compareTo(quantity('10m')) >= 0",message="cpu must be a quantity of at least 10m (Docker's smallest CPU quota), such as 500m or 2"
 	CPU *resource.Quantity `json:"cpu,omitempty"`
 }
 

@@ -113,7 +113,16 @@ var _ = Describe("Sandbox validation in the CRD", func() {
 		}, "memory must be a positive quantity such as 256Mi or 1Gi"),
 		Entry("zero cpu", func(u *unstructured.Unstructured) {
 			set(u, []any{map[string]any{"engine": "redis", "resources": map[string]any{"cpu": "0"}}}, "spec", "services")
-		}, "cpu must be a positive quantity such as 500m or 2"),
+		}, "cpu must be a quantity of at least 10m (Docker's smallest CPU quota), such as 500m or 2"),
+		Entry("cpu below Docker's floor (runc refuses the quota at start)", func(u *unstructured.Unstructured) {
+			set(u, []any{map[string]any{"engine": "redis", "resources": map[string]any{"cpu": "5m"}}}, "spec", "services")
+		}, "cpu must be a quantity of at least 10m (Docker's smallest CPU quota), such as 500m or 2"),
+		Entry("cpu a hair below the floor", func(u *unstructured.Unstructured) {
+			set(u, []any{map[string]any{"engine": "redis", "resources": map[string]any{"cpu": "0.0099"}}}, "spec", "services")
+		}, "cpu must be a quantity of at least 10m"),
+		Entry("malformed cpu", func(u *unstructured.Unstructured) {
+			set(u, []any{map[string]any{"engine": "redis", "resources": map[string]any{"cpu": "fast"}}}, "spec", "services")
+		}, "cpu must be a quantity of at least 10m"),
 		Entry("unknown owner policy", func(u *unstructured.Unstructured) {
 			set(u, "Pod", "spec", "owner", "policy")
 		}, `Unsupported value: "Pod": supported values: "Container", "None"`),
@@ -126,6 +135,15 @@ var _ = Describe("Sandbox validation in the CRD", func() {
 		Entry("bad network name", func(u *unstructured.Unstructured) {
 			set(u, "my network", "spec", "network")
 		}, "network must be a Docker network name"),
+		Entry("the host's network", func(u *unstructured.Unstructured) {
+			set(u, "host", "spec", "network")
+		}, "network must not be host, none or bridge: leave it empty for the operator's default network, or name a user-defined network the operator allows"),
+		Entry("no network", func(u *unstructured.Unstructured) {
+			set(u, "none", "spec", "network")
+		}, "network must not be host, none or bridge"),
+		Entry("Docker's default bridge by name", func(u *unstructured.Unstructured) {
+			set(u, "bridge", "spec", "network")
+		}, "network must not be host, none or bridge"),
 	)
 
 	It("refuses a change of agentID and names the rule", func() {
@@ -139,7 +157,7 @@ var _ = Describe("Sandbox validation in the CRD", func() {
 
 	It("accepts a valid Sandbox and applies the owner defaults", func() {
 		memory := resource.MustParse("512Mi")
-		cpu := resource.MustParse("1")
+		cpu := resource.MustParse("10m") // Docker's floor is allowed
 		sb := &sandboxv1.Sandbox{
 			ObjectMeta: metav1.ObjectMeta{Name: "full", Namespace: ns},
 			Spec: sandboxv1.SandboxSpec{
@@ -162,6 +180,7 @@ var _ = Describe("Sandbox validation in the CRD", func() {
 		Expect(got.Spec.Owner.ContainerName).To(BeEmpty(), "the manager's template fills the name, not the CRD")
 		Expect(got.Spec.Services).To(HaveLen(3))
 		Expect(got.Spec.Services[0].Resources.Memory.String()).To(Equal("512Mi"))
+		Expect(got.Spec.Services[0].Resources.CPU.String()).To(Equal("10m"))
 		Expect(got.Spec.TTL.Duration.String()).To(Equal("4h0m0s"))
 
 		minimal := sandbox(ns, "minimal")
