@@ -8,10 +8,13 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
 	"github.com/roboco-sandbox/sandbox-controller/controllers"
+	"github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver/fake"
 )
 
 var _ = Describe("Names and labels within Kubernetes' bounds", func() {
@@ -67,5 +70,49 @@ var _ = Describe("Names and labels within Kubernetes' bounds", func() {
 		Expect(k8sClient.Delete(ctx, sb)).To(Succeed())
 		Eventually(gone(sb)).Should(BeTrue())
 		Expect(apierrors.IsNotFound(k8sClient.Get(ctx, keyOf(ns, "old-label-sandbox"), &corev1.Secret{}))).To(BeTrue())
+	})
+})
+
+var _ = Describe("The operator's bounds, judged at run time", func() {
+	It("stalls on a network the operator does not allow, naming the allowed ones, and recovers when allowed", func() {
+		host := newHost()
+		host.AddNetwork("payments-db")
+		stop := startManager(host, testOptions())
+		sb := newSandbox(newNamespace(), "net", "net-1", "redis")
+		sb.Spec.Network = "payments-db"
+		Expect(k8sClient.Create(ctx, sb)).To(Succeed())
+		Eventually(condition(sb, sandboxv1.ConditionStalled)).Should(Equal("True/InvalidSpec"))
+		Expect(conditionOf(sb, sandboxv1.ConditionStalled).Message).To(And(
+			ContainSubstring(`network "payments-db" is not allowed`), ContainSubstring(testNetwork), ContainSubstring("--allowed-networks")))
+		Expect(containersOf(host, sb)).To(BeEmpty())
+
+		By("joining it once the operator allows it")
+		stop()
+		opts := testOptions()
+		opts.AllowedNetworks = []string{"payments-db"}
+		startManager(host, opts)
+		got := waitReady(sb)
+		c, _ := host.Peek(got.Status.Services[0].ContainerID)
+		Expect(c.Networks).To(HaveKey("payments-db"))
+	})
+
+	It("stalls on cpu above the Docker host's CPU count, naming the allowed range, and recovers when lowered", func() {
+		host := newHost(fake.WithCPUs(2))
+		startManager(host, testOptions()) // --max-cpu 4: the host is the tighter bound
+		sb := newSandbox(newNamespace(), "cpus", "cpus-1", "postgres")
+		three := resource.MustParse("3")
+		sb.Spec.Services[0].Resources = &sandboxv1.ServiceResources{CPU: &three}
+		Expect(k8sClient.Create(ctx, sb)).To(Succeed())
+		Eventually(condition(sb, sandboxv1.ConditionStalled)).Should(Equal("True/InvalidSpec"))
+		Expect(conditionOf(sb, sandboxv1.ConditionStalled).Message).To(And(
+			ContainSubstring("asks for cpu 3"), ContainSubstring("allowed: 10m to 2"), ContainSubstring("2 CPUs")))
+		Expect(host.Calls(fake.VerbCreateContainer)).To(BeZero())
+
+		By("recovering when the spec is fixed")
+		fixed := get(sb)
+		two := resource.MustParse("2")
+		fixed.Spec.Services[0].Resources.CPU = &two
+		Expect(k8sClient.Update(ctx, fixed)).To(Succeed())
+		waitReady(sb)
 	})
 })

@@ -1,9 +1,11 @@
 package controllers
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"maps"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -27,6 +29,11 @@ type Options struct {
 	// DefaultNetwork is the Docker network services join when spec.network is empty
 	// ("" is Docker's default bridge, where agents reach services by IP).
 	DefaultNetwork string
+	// AllowedNetworks are the Docker networks spec.network may name besides
+	// DefaultNetwork (always allowed). None: the default network only. A Sandbox's
+	// author holds a superuser in its services, so which networks they can reach
+	// is the operator's choice.
+	AllowedNetworks []string
 	// OwnerTemplate names the default owner container; {agentID} is replaced.
 	OwnerTemplate string
 	// GracePeriod is how long an owner may be missing when spec.owner.gracePeriod is unset.
@@ -102,8 +109,51 @@ func (o Options) Validate() error {
 			bad("--probe-deadline %s=%s: want a positive duration such as 90s or 2m", name, d)
 		}
 	}
+	o.validateNetworks(bad)
 	o.validateResources(bad)
 	return errors.Join(errs...)
+}
+
+// dockerNetworkName is what a Docker network's name may be (the CRD's rule for spec.network).
+var dockerNetworkName = regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,127}$`)
+
+// reservedNetworks are Docker's own networks, which a service must never join:
+// host and none give it no network of its own, and Docker's bridge takes no
+// alias by name (an empty network means it).
+var reservedNetworks = []string{"host", "none", "bridge"}
+
+// validateNetworks reports networks that a service cannot join.
+func (o Options) validateNetworks(bad func(format string, args ...any)) {
+	if o.DefaultNetwork != "" && slices.Contains(reservedNetworks, o.DefaultNetwork) {
+		bad("--default-network %q: leave it empty for Docker's default bridge; host and none cannot be used", o.DefaultNetwork)
+	} else if o.DefaultNetwork != "" && !dockerNetworkName.MatchString(o.DefaultNetwork) {
+		bad("--default-network %q must be a Docker network name: letters, digits, '_', '.' and '-', starting with a letter or digit", o.DefaultNetwork)
+	}
+	for _, n := range o.AllowedNetworks {
+		switch {
+		case slices.Contains(reservedNetworks, n):
+			bad("--allowed-networks: %q cannot be allowed: Sandboxes may join only user-defined networks (%s are refused)", n, strings.Join(reservedNetworks, ", "))
+		case !dockerNetworkName.MatchString(n):
+			bad("--allowed-networks: %q must be a Docker network name: letters, digits, '_', '.' and '-', starting with a letter or digit", n)
+		}
+	}
+}
+
+// network is the Docker network a Sandbox's services join: the default when
+// spec.network is empty, else spec.network when the operator allows it.
+func (o Options) network(requested string) (string, error) {
+	if requested == "" || requested == o.DefaultNetwork || slices.Contains(o.AllowedNetworks, requested) {
+		return cmp.Or(requested, o.DefaultNetwork), nil
+	}
+	allowed := slices.Clone(o.AllowedNetworks)
+	if o.DefaultNetwork != "" {
+		allowed = append([]string{o.DefaultNetwork}, allowed...)
+	}
+	if len(allowed) == 0 {
+		return "", fmt.Errorf("network %q is not allowed: this manager allows only Docker's default bridge (leave spec.network empty); the operator allows more with --allowed-networks", requested)
+	}
+	return "", fmt.Errorf("network %q is not allowed; allowed: %s, or leave spec.network empty for %s (the operator allows more with --allowed-networks)",
+		requested, strings.Join(allowed, ", "), cmp.Or(o.DefaultNetwork, "Docker's default bridge"))
 }
 
 // validateImages reports image overrides that are no image reference.
@@ -127,6 +177,10 @@ func (o Options) validateImages(bad func(format string, args ...any)) {
 	}
 }
 
+// minCPU is Docker's smallest CPU limit: runc refuses a CFS quota under 1ms per
+// 100ms period, at start, after create has succeeded.
+var minCPU = resource.MustParse("10m")
+
 // validateResources reports limits Docker refuses or that contradict each other.
 func (o Options) validateResources(bad func(format string, args ...any)) {
 	// Docker refuses a memory limit under 6Mi.
@@ -138,11 +192,11 @@ func (o Options) validateResources(bad func(format string, args ...any)) {
 	} else if o.DefaultMemory.Cmp(o.MaxMemory) > 0 {
 		bad("--default-memory %s exceeds --max-memory %s", o.DefaultMemory.String(), o.MaxMemory.String())
 	}
-	if o.DefaultCPU.Sign() <= 0 {
-		bad("--default-cpu must be a positive quantity such as 1 or 500m, not %s", o.DefaultCPU.String())
+	if o.DefaultCPU.Cmp(minCPU) < 0 {
+		bad("--default-cpu must be at least 10m (Docker's smallest CPU limit), such as 1 or 500m, not %s", o.DefaultCPU.String())
 	}
-	if o.MaxCPU.Sign() <= 0 {
-		bad("--max-cpu must be a positive quantity such as 4 or 1500m, not %s", o.MaxCPU.String())
+	if o.MaxCPU.Cmp(minCPU) < 0 {
+		bad("--max-cpu must be at least 10m (Docker's smallest CPU limit), such as 4 or 1500m, not %s", o.MaxCPU.String())
 	} else if o.DefaultCPU.Cmp(o.MaxCPU) > 0 {
 		bad("--default-cpu %s exceeds --max-cpu %s", o.DefaultCPU.String(), o.MaxCPU.String())
 	}

@@ -48,9 +48,19 @@ func TestOptionsValidate(t *testing.T) {
 		{"default memory at Docker's minimum", func(o *Options) { o.DefaultMemory = q("6Mi") }, ""},
 		{"default memory over max", func(o *Options) { o.DefaultMemory = q("8Gi") }, "--default-memory 8Gi exceeds --max-memory 4Gi"},
 		{"max memory not positive", func(o *Options) { o.MaxMemory = q("0") }, "--max-memory must be a positive quantity such as 4Gi, not 0"},
-		{"default cpu not positive", func(o *Options) { o.DefaultCPU = q("0") }, "--default-cpu must be a positive quantity such as 1 or 500m, not 0"},
+		{"default cpu not positive", func(o *Options) { o.DefaultCPU = q("0") }, "--default-cpu must be at least 10m (Docker's smallest CPU limit), such as 1 or 500m, not 0"},
+		{"default cpu below Docker's floor", func(o *Options) { o.DefaultCPU = q("5m") }, "--default-cpu must be at least 10m"},
+		{"default cpu at Docker's floor", func(o *Options) { o.DefaultCPU = q("10m") }, ""},
 		{"default cpu over max", func(o *Options) { o.DefaultCPU, o.MaxCPU = q("2"), q("1") }, "--default-cpu 2 exceeds --max-cpu 1"},
-		{"max cpu not positive", func(o *Options) { o.MaxCPU = q("-1") }, "--max-cpu must be a positive quantity such as 4 or 1500m, not -1"},
+		{"max cpu not positive", func(o *Options) { o.MaxCPU = q("-1") }, "--max-cpu must be at least 10m (Docker's smallest CPU limit), such as 4 or 1500m, not -1"},
+		{"default network", func(o *Options) { o.DefaultNetwork = "roboco_default" }, ""},
+		{"default network host", func(o *Options) { o.DefaultNetwork = "host" }, `--default-network "host": leave it empty for Docker's default bridge; host and none cannot be used`},
+		{"default network bridge by name", func(o *Options) { o.DefaultNetwork = "bridge" }, `--default-network "bridge": leave it empty`},
+		{"default network not a name", func(o *Options) { o.DefaultNetwork = "my net" }, `--default-network "my net" must be a Docker network name`},
+		{"allowed networks", func(o *Options) { o.AllowedNetworks = []string{"team-a", "ci_net.1"} }, ""},
+		{"allowed network none", func(o *Options) { o.AllowedNetworks = []string{"team-a", "none"} },
+			`--allowed-networks: "none" cannot be allowed: Sandboxes may join only user-defined networks (host, none, bridge are refused)`},
+		{"allowed network not a name", func(o *Options) { o.AllowedNetworks = []string{"-x"} }, `--allowed-networks: "-x" must be a Docker network name`},
 		{"pids limit", func(o *Options) { o.PidsLimit = 0 }, "--pids-limit must be at least 1, not 0"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -89,5 +99,30 @@ func TestOptionsValidateReportsAll(t *testing.T) {
 		if n != 1 {
 			t.Errorf("%s reported %d times:\n%v", want, n, err)
 		}
+	}
+}
+
+// TestNetworkAllowlist: spec.network is the default, or one the operator lists;
+// a refusal names what is allowed.
+func TestNetworkAllowlist(t *testing.T) {
+	o := DefaultOptions()
+	o.DefaultNetwork, o.AllowedNetworks = "agents", []string{"team-a"}
+	for _, tc := range []struct{ requested, want, refusal string }{
+		{"", "agents", ""},
+		{"agents", "agents", ""},
+		{"team-a", "team-a", ""},
+		{"payments", "", `network "payments" is not allowed; allowed: agents, team-a, or leave spec.network empty for agents`},
+	} {
+		got, err := o.network(tc.requested)
+		switch {
+		case tc.refusal == "" && (err != nil || got != tc.want):
+			t.Errorf("network(%q) = %q, %v; want %q", tc.requested, got, err, tc.want)
+		case tc.refusal != "" && (err == nil || !strings.Contains(err.Error(), tc.refusal)):
+			t.Errorf("network(%q) error = %v; want %q", tc.requested, err, tc.refusal)
+		}
+	}
+	bridge := DefaultOptions()
+	if _, err := bridge.network("team-a"); err == nil || !strings.Contains(err.Error(), "allows only Docker's default bridge (leave spec.network empty)") {
+		t.Errorf("with no default and no allowlist: %v", err)
 	}
 }

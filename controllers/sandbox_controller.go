@@ -47,6 +47,7 @@ type SandboxReconciler struct {
 	// events is the Docker host's event stream, shared with the sweep.
 	events  *hostEvents
 	host    *host.Host
+	cpus    hostCPUs
 	requeue chan event.TypedGenericEvent[*sandboxv1.Sandbox]
 	// own remembers this manager's Docker actions, whose events re-queue nothing.
 	own *ownActions

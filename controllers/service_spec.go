@@ -1,8 +1,11 @@
 package controllers
 
 import (
+	"context"
 	"fmt"
 	"strings"
+
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
 	dd "github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver"
@@ -10,9 +13,9 @@ import (
 	"github.com/roboco-sandbox/sandbox-controller/internal/host"
 )
 
-// resolveService validates a service against the registry and the operator's limits,
-// and builds the container it needs.
-func (r *SandboxReconciler) resolveService(sb *sandboxv1.Sandbox, svc sandboxv1.ServiceSpec, password string) (host.Service, error) {
+// resolveService validates a service against the registry, the operator's limits
+// and the Docker host's, and builds the container it needs.
+func (r *SandboxReconciler) resolveService(ctx context.Context, sb *sandboxv1.Sandbox, svc sandboxv1.ServiceSpec, password string) (host.Service, error) {
 	e, ok := engine.Lookup(string(svc.Engine))
 	if !ok {
 		return host.Service{}, fmt.Errorf("unknown engine %q; engines: %s", svc.Engine, strings.Join(engine.Names(), ", "))
@@ -23,13 +26,13 @@ func (r *SandboxReconciler) resolveService(sb *sandboxv1.Sandbox, svc sandboxv1.
 	if err := engine.CheckFeatures(e, features); err != nil {
 		return host.Service{}, err
 	}
-	memory, cpu, err := r.limits(e, svc.Resources)
+	memory, cpu, err := r.limits(ctx, e, svc.Resources)
 	if err != nil {
 		return host.Service{}, err
 	}
-	network := sb.Spec.Network
-	if network == "" {
-		network = r.Options.DefaultNetwork
+	network, err := r.Options.network(sb.Spec.Network)
+	if err != nil {
+		return host.Service{}, err
 	}
 	spec := r.containerSpec(sb, e, password, features, network)
 	spec.MemoryBytes, spec.NanoCPUs = memory, cpu
@@ -39,8 +42,8 @@ func (r *SandboxReconciler) resolveService(sb *sandboxv1.Sandbox, svc sandboxv1.
 }
 
 // limits are the service's memory (bytes) and CPU (nano-CPUs) after the operator's
-// defaults and maxima.
-func (r *SandboxReconciler) limits(e engine.Engine, res *sandboxv1.ServiceResources) (memoryBytes, nanoCPUs int64, err error) {
+// defaults and maxima, within what Docker and the host accept.
+func (r *SandboxReconciler) limits(ctx context.Context, e engine.Engine, res *sandboxv1.ServiceResources) (memoryBytes, nanoCPUs int64, err error) {
 	memory, cpu := r.Options.DefaultMemory, r.Options.DefaultCPU
 	if res != nil && res.Memory != nil {
 		memory = *res.Memory
@@ -53,10 +56,24 @@ func (r *SandboxReconciler) limits(e engine.Engine, res *sandboxv1.ServiceResour
 		return 0, 0, fmt.Errorf("%s asks for memory %s; the most allowed is %s", e.Name(), memory.String(), r.Options.MaxMemory.String())
 	case memory.Value() < host.MinMemoryBytes:
 		return 0, 0, fmt.Errorf("%s asks for memory %s; Docker needs at least 6Mi", e.Name(), memory.String())
-	case cpu.Cmp(r.Options.MaxCPU) > 0:
-		return 0, 0, fmt.Errorf("%s asks for cpu %s; the most allowed is %s", e.Name(), cpu.String(), r.Options.MaxCPU.String())
+	}
+	if err := r.checkCPU(ctx, e, cpu); err != nil {
+		return 0, 0, err
 	}
 	return memory.Value(), cpu.MilliValue() * 1_000_000, nil
+}
+
+// checkCPU judges a cpu limit against Docker's floor, --max-cpu and the host's
+// CPU count, and names the allowed range.
+func (r *SandboxReconciler) checkCPU(ctx context.Context, e engine.Engine, cpu resource.Quantity) error {
+	most, why := r.Options.MaxCPU, "--max-cpu"
+	if n := r.cpus.ceiling(ctx, r.Driver, cpu.MilliValue()); n > 0 && most.Cmp(*resource.NewQuantity(int64(n), resource.DecimalSI)) > 0 {
+		most, why = *resource.NewQuantity(int64(n), resource.DecimalSI), fmt.Sprintf("the Docker host has %d CPUs", n)
+	}
+	if cpu.Cmp(minCPU) < 0 || cpu.Cmp(most) > 0 {
+		return fmt.Errorf("%s asks for cpu %s; allowed: %s to %s (%s)", e.Name(), cpu.String(), minCPU.String(), most.String(), why)
+	}
+	return nil
 }
 
 // containerSpec is the service's container without limits and fingerprint.

@@ -22,7 +22,7 @@ func (r *SandboxReconciler) reconcileServices(ctx context.Context, sb *sandboxv1
 	specs := make([]host.Service, len(sb.Spec.Services))
 	for i, svc := range sb.Spec.Services {
 		var err error
-		if specs[i], err = r.resolveService(sb, svc, creds.passwords[string(svc.Engine)]); err != nil {
+		if specs[i], err = r.resolveService(ctx, sb, svc, creds.passwords[string(svc.Engine)]); err != nil {
 			// Note: the Warning once per stall, not on every recheck.
 			if c := meta.FindStatusCondition(sb.Status.Conditions, sandboxv1.ConditionStalled); c == nil || c.Message != err.Error() {
 				r.Recorder.Eventf(sb, nil, corev1.EventTypeWarning, sandboxv1.ReasonInvalidSpec, sandboxv1.ActionValidate, "%s", err.Error())

@@ -155,6 +155,10 @@ func (f *flags) addDefaultsFlags(s *settings) {
 	fs.StringVar(&o.DefaultNetwork, "default-network", o.DefaultNetwork,
 		"The `name` of the Docker network services join when spec.network is empty; they get their container name as DNS alias there. "+
 			"Empty means Docker's default bridge, where agents reach services by IP address.")
+	fs.StringSliceVar(&o.AllowedNetworks, "allowed-networks", o.AllowedNetworks,
+		"The Docker `networks` a Sandbox's spec.network may name besides --default-network, separated by commas. "+
+			"Default: none, so every Sandbox joins the default network. A Sandbox asking for any other is stalled (InvalidSpec) with the allowed names; "+
+			"host, none and bridge are never allowed. A service's author holds its superuser, so list only networks they may reach.")
 	fs.StringVar(&o.OwnerTemplate, "owner-template", o.OwnerTemplate,
 		"The owner container of a Sandbox whose spec.owner.containerName is empty, as a `template`: {agentID} is replaced by spec.agentID.")
 	fs.DurationVar(&o.GracePeriod, "grace-period", o.GracePeriod,
