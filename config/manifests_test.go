@@ -134,6 +134,12 @@ var allowed = map[string][]string{
 	"events.k8s.io/events":                   {"create", "patch"},
 }
 
+// allowedByName is what the manager may do to single named objects: read
+// namespace kube-system, whose UID names the cluster (the default --instance).
+var allowedByName = map[string]struct{ names, verbs []string }{
+	"/namespaces": {names: []string{"kube-system"}, verbs: []string{"get"}},
+}
+
 var allowedInOwnNamespace = map[string][]string{
 	"coordination.k8s.io/leases": {"get", "list", "watch", "create", "update", "patch", "delete"},
 	"/events":                    {"create", "patch"},
@@ -142,14 +148,35 @@ var allowedInOwnNamespace = map[string][]string{
 func checkRules(t *testing.T, what string, rules []rbacv1.PolicyRule, allow map[string][]string) {
 	t.Helper()
 	for _, r := range rules {
-		if len(r.NonResourceURLs) > 0 || len(r.ResourceNames) > 0 {
+		if len(r.NonResourceURLs) > 0 {
 			t.Errorf("%s: unexpected rule %+v", what, r)
+		}
+		if len(r.ResourceNames) > 0 {
+			checkNamed(t, what, r)
+			continue
 		}
 		for _, g := range r.APIGroups {
 			for _, res := range r.Resources {
 				for _, verb := range r.Verbs {
 					if !slices.Contains(allow[g+"/"+res], verb) {
 						t.Errorf("%s grants %s on %s/%s: more than the manager needs (allowed: %v)", what, verb, g, res, allow)
+					}
+				}
+			}
+		}
+	}
+}
+
+// checkNamed checks a rule limited to named objects against allowedByName.
+func checkNamed(t *testing.T, what string, r rbacv1.PolicyRule) {
+	t.Helper()
+	for _, g := range r.APIGroups {
+		for _, res := range r.Resources {
+			allow, ok := allowedByName[g+"/"+res]
+			for _, name := range r.ResourceNames {
+				for _, verb := range r.Verbs {
+					if !ok || !slices.Contains(allow.names, name) || !slices.Contains(allow.verbs, verb) {
+						t.Errorf("%s grants %s on %s/%s %s: more than the manager needs", what, verb, g, res, name)
 					}
 				}
 			}
@@ -274,6 +301,9 @@ func TestManifestsApply(t *testing.T) {
 		{[]string{"update", "leases.coordination.k8s.io", "-n", "sandbox-system"}, true},
 		{[]string{"create", "sandboxes.sandbox.roboco.io", "-n", "agents"}, false},
 		{[]string{"update", "leases.coordination.k8s.io", "-n", "kube-system"}, false},
+		{[]string{"get", "namespaces/kube-system"}, true}, // its UID names the cluster: the default --instance
+		{[]string{"get", "namespaces/agents"}, false},
+		{[]string{"list", "namespaces"}, false},
 		{[]string{"list", "pods", "-A"}, false},
 		{[]string{"get", "configmaps", "-n", "sandbox-system"}, false},
 		{[]string{"create", "pods/exec", "-n", "agents"}, false},

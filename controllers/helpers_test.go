@@ -74,6 +74,14 @@ func newNamespace() string {
 	return ns.Name
 }
 
+// suiteInstance is the instance a manager of the suite's cluster derives when its
+// options name none.
+func suiteInstance() string {
+	instance, err := controllers.ClusterInstance(ctx, k8sClient)
+	ExpectWithOffset(1, err).NotTo(HaveOccurred())
+	return instance
+}
+
 func newSandbox(ns, name, agentID string, engines ...string) *sandboxv1.Sandbox {
 	sb := &sandboxv1.Sandbox{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 		Spec: sandboxv1.SandboxSpec{AgentID: agentID, Owner: &sandboxv1.OwnerSpec{Policy: sandboxv1.OwnerPolicyNone}}}

@@ -92,7 +92,7 @@ var _ = Describe("Lifecycle", func() {
 	It("removes a stale same-named container whose Sandbox no longer exists", func() {
 		stale, err := host.SeedContainer(dd.ContainerSpec{Name: "roboco-sandbox-pg-stale-1", Image: "postgres:16-alpine",
 			Labels: map[string]string{shost.LabelSandbox: "1", shost.LabelUID: "0b7e-gone",
-				shost.LabelNamespace: ns, shost.LabelName: "old", shost.LabelInstance: "default"}}, true)
+				shost.LabelNamespace: ns, shost.LabelName: "old", shost.LabelInstance: suiteInstance()}}, true)
 		Expect(err).NotTo(HaveOccurred())
 		sb := newSandbox(ns, "fresh", "stale-1", "postgres")
 		Expect(k8sClient.Create(ctx, sb)).To(Succeed())

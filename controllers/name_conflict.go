@@ -21,10 +21,11 @@ func (r *SandboxReconciler) nameConflict(ctx context.Context, res serviceResult,
 	existing := conflict.Existing
 	key, named := sandboxKey(existing.Labels)
 	uid := existing.Labels[host.LabelUID]
-	if instance := existing.Labels[host.LabelInstance]; named && uid != "" && instance != r.Options.Instance {
+	if instance := existing.Labels[host.LabelInstance]; named && uid != "" && !r.Options.judges(instance) {
 		return res.conflict(fmt.Sprintf(
-			"container name %s is taken by container %s of another control plane (instance %q, this one is %q); it is never touched: use another agentID",
-			conflict.Name, dd.ShortID(existing.ID), instance, r.Options.Instance))
+			"container name %s is taken by container %s of another control plane (instance %q, this one is %q); it is never touched: use another agentID "+
+				"(or, if %q was this control plane's earlier name, list it in --legacy-instances)",
+			conflict.Name, dd.ShortID(existing.ID), instance, r.Options.Instance, instance))
 	}
 	if !named || uid == "" {
 		return res.conflict(fmt.Sprintf(

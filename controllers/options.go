@@ -23,7 +23,13 @@ type Options struct {
 	// Instance names this control plane on the Docker host (label
 	// sandbox.roboco.io/instance). Containers of another instance are never judged
 	// stale or orphaned by this one: their UIDs belong to another API server.
+	// Empty: Setup derives it from the cluster's identity (ClusterInstance).
 	Instance string
+	// LegacyInstances are earlier names of this control plane on the Docker host
+	// (e.g. "default", the instance of releases before it was derived): their
+	// containers are judged stale or orphaned as this instance's own are. A
+	// container whose UID is a live Sandbox's is adopted whatever its instance.
+	LegacyInstances []string
 	// Images overrides the engine registry's images, by engine name.
 	Images map[string]engine.Images
 	// DefaultNetwork is the Docker network services join when spec.network is empty
@@ -64,7 +70,6 @@ type Options struct {
 // DefaultOptions are the manager's defaults.
 func DefaultOptions() Options {
 	return Options{
-		Instance:      "default",
 		OwnerTemplate: "roboco-agent-{agentID}",
 		GracePeriod:   180 * time.Second,
 		ResyncPeriod:  10 * time.Minute,
@@ -87,8 +92,14 @@ func (o Options) Validate() error {
 	var errs []error
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 
-	if msgs := validation.IsValidLabelValue(o.Instance); o.Instance == "" || len(msgs) > 0 {
+	// Note: an empty instance is derived by Setup.
+	if msgs := validation.IsValidLabelValue(o.Instance); len(msgs) > 0 {
 		bad("--instance %q must be a label value: 1-63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit", o.Instance)
+	}
+	for _, legacy := range o.LegacyInstances {
+		if msgs := validation.IsValidLabelValue(legacy); legacy == "" || len(msgs) > 0 {
+			bad("--legacy-instances: %q must be a label value: 1-63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit", legacy)
+		}
 	}
 	o.validateImages(bad)
 	if !strings.Contains(o.OwnerTemplate, "{agentID}") {

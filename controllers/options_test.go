@@ -20,7 +20,12 @@ func TestOptionsValidate(t *testing.T) {
 		want   string // "" means valid
 	}{
 		{"defaults", func(*Options) {}, ""},
-		{"instance empty", func(o *Options) { o.Instance = "" }, `--instance "" must be a label value: 1-63 letters`},
+		{"instance empty: derived from the cluster", func(o *Options) { o.Instance = "" }, ""},
+		{"instance", func(o *Options) { o.Instance = "ci" }, ""},
+		{"legacy instances", func(o *Options) { o.LegacyInstances = []string{"default", "ci_1"} }, ""},
+		{"legacy instance not a label value", func(o *Options) { o.LegacyInstances = []string{"default", "a b"} },
+			`--legacy-instances: "a b" must be a label value`},
+		{"legacy instance empty", func(o *Options) { o.LegacyInstances = []string{""} }, `--legacy-instances: "" must be a label value`},
 		{"instance not a label value", func(o *Options) { o.Instance = "team a" }, `--instance "team a" must be a label value`},
 		{"instance too long", func(o *Options) { o.Instance = strings.Repeat("a", 64) }, "--instance"},
 		{"instance with dots", func(o *Options) { o.Instance = "ci_1.eu-west" }, ""},
@@ -84,6 +89,7 @@ func TestOptionsValidate(t *testing.T) {
 func TestOptionsValidateReportsAll(t *testing.T) {
 	var o Options // zero: breaks every rule that has no zero-value default
 	o.Images = map[string]engine.Images{"redis": {Default: "Redis"}}
+	o.Instance = "-bad-"
 	err := o.Validate()
 	if err == nil {
 		t.Fatal("zero Options accepted")

@@ -1,7 +1,9 @@
 package controllers
 
 import (
+	"context"
 	"fmt"
+	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -11,6 +13,9 @@ import (
 	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
 	dd "github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver"
 )
+
+// instanceTimeout bounds reading the cluster's identity at start-up.
+const instanceTimeout = 30 * time.Second
 
 // Setup says how the controllers of one Docker host run.
 type Setup struct {
@@ -33,6 +38,16 @@ func NewScheme() *runtime.Scheme {
 // manager: the Sandbox reconciler and, when s.Sweep, the orphan sweep, sharing one
 // Docker event stream. It is the one wiring, used by cmd/manager and every suite.
 func (s Setup) AddToManager(mgr ctrl.Manager, driver dd.Driver) error {
+	if s.Options.Instance == "" {
+		ctx, cancel := context.WithTimeout(context.Background(), instanceTimeout)
+		defer cancel()
+		instance, err := ClusterInstance(ctx, mgr.GetAPIReader())
+		if err != nil {
+			return err
+		}
+		s.Options.Instance = instance
+		mgr.GetLogger().Info("Instance derived from the cluster's identity", "instance", instance)
+	}
 	if err := s.Options.Validate(); err != nil {
 		return err
 	}

@@ -7,6 +7,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -53,7 +54,12 @@ var _ = AfterSuite(func() {
 // driver until the returned stop is called (or the spec ends), as cmd/manager
 // wires it.
 func startManager(driver dd.Driver, opts controllers.Options) (stop func()) {
-	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
+	return startManagerOn(env.Config, driver, opts)
+}
+
+// startManagerOn is startManager against the control plane at cfg.
+func startManagerOn(cfg *rest.Config, driver dd.Driver, opts controllers.Options) (stop func()) {
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:     scheme,
 		Metrics:    metricsserver.Options{BindAddress: "0"},
 		Cache:      controllers.CacheOptions(),

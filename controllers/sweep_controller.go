@@ -139,7 +139,7 @@ func (r *SweepReconciler) plan(ctx context.Context, containers []dd.ContainerSum
 	for _, c := range containers {
 		if uid, ours := c.Labels[host.LabelUID]; ours {
 			// Another control plane's UIDs mean nothing to our API server.
-			if c.Labels[host.LabelInstance] == r.Options.Instance && !live[types.UID(uid)] {
+			if r.Options.judges(c.Labels[host.LabelInstance]) && !live[types.UID(uid)] {
 				p.consider(c, orphanUID, c.CreatedAt)
 			}
 			continue

@@ -35,10 +35,15 @@ func seedLegacy(host *engineSim, name, owner string) dd.Container {
 // seedOrphan puts a container of ours on the host whose Sandbox (ns/name, uid) does
 // not exist.
 func seedOrphan(host *engineSim, container, ns, name, uid string) dd.Container {
+	return seedOrphanOf(host, suiteInstance(), container, ns, name, uid)
+}
+
+// seedOrphanOf is seedOrphan made by a manager of the given instance.
+func seedOrphanOf(host *engineSim, instance, container, ns, name, uid string) dd.Container {
 	c, err := host.SeedContainer(dd.ContainerSpec{Name: container, Image: "redis:8-alpine", Labels: map[string]string{
 		shost.LabelSandbox: "1", shost.LabelOwner: "roboco-agent-" + name,
 		shost.LabelNamespace: ns, shost.LabelName: name, shost.LabelUID: uid, shost.LabelEngine: "redis",
-		shost.LabelInstance: "default"}}, true)
+		shost.LabelInstance: instance}}, true)
 	ExpectWithOffset(1, err).NotTo(HaveOccurred())
 	return c
 }
@@ -243,7 +248,7 @@ var _ = Describe("Orphan sweep", func() {
 		foreign := seedOrphan(host, "roboco-sandbox-redis-theirs-1", ns, "theirs", string(uuid.NewUUID()))
 		seedLegacy(host, "roboco-sandbox-pg-theirs-2", "roboco-agent-theirs-2")
 		_, err := host.SeedContainer(dd.ContainerSpec{Name: "roboco-sandbox-redis-mine-1", Image: "redis:8-alpine", Labels: map[string]string{
-			shost.LabelSandbox: "1", shost.LabelUID: string(uuid.NewUUID()), shost.LabelInstance: "default",
+			shost.LabelSandbox: "1", shost.LabelUID: string(uuid.NewUUID()), shost.LabelInstance: suiteInstance(),
 			"sandbox.roboco.io/test-run": "mine"}}, true)
 		Expect(err).NotTo(HaveOccurred())
 		whenGone(host, "roboco-sandbox-redis-mine-1", grace+5*time.Second)

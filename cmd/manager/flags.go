@@ -109,9 +109,14 @@ func (f *flags) addDockerFlags(s *settings, env func(string) string) {
 		"The Docker daemon that runs the sandbox containers, as a `url`: unix:///path/to/docker.sock or tcp://host:port. "+
 			"The default is $DOCKER_HOST when set, else "+defaultDockerHost+". TLS for tcp:// comes from DOCKER_TLS_VERIFY and DOCKER_CERT_PATH.")
 	fs.StringVar(&s.options.Instance, "instance", s.options.Instance,
-		"The `name` of this control plane on the Docker host, written on every container it creates (label sandbox.roboco.io/instance). "+
-			"Give each control plane that shares a Docker host its own: a container of another instance is never adopted, "+
-			"judged stale or swept as an orphan by this one.")
+		"The `name` of this control plane on the Docker host, written on every container it creates (label sandbox.roboco.io/instance): "+
+			"a container of another instance is never judged stale or swept as an orphan by this one. "+
+			"Default: derived from the cluster's identity, cluster-<UID of namespace kube-system>, so that control planes of different clusters "+
+			"never share one; set it to run several control planes of one cluster on one Docker host.")
+	fs.StringSliceVar(&s.options.LegacyInstances, "legacy-instances", s.options.LegacyInstances,
+		"Earlier `names` of this control plane on the Docker host, separated by commas: their containers are judged stale and swept "+
+			"as this instance's own. After upgrading from a release whose --instance defaulted to \"default\", list default here, "+
+			"on the one control plane that ran with it on this host. (Containers of live Sandboxes are adopted by their UID without it.)")
 	fs.DurationVar(&s.dockerStartupTimeout, "docker-startup-timeout", 30*time.Second,
 		"How long start-up waits for Docker to answer before giving up with an error.")
 	fs.DurationVar(&s.pullTimeout, "pull-timeout", dd.DefaultPullTimeout,

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"flag"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -20,6 +21,7 @@ func TestEachRuleOnce(t *testing.T) {
 		want string
 	}{
 		{[]string{"--instance=-x-"}, `--instance "-x-" must be a label value: 1-63 letters`},
+		{[]string{"--legacy-instances=default,a b"}, `--legacy-instances: "a b" must be a label value`},
 		{[]string{"--owner-template=agent"}, `--owner-template "agent" must contain {agentID}`},
 		{[]string{"--default-memory=8Gi"}, "--default-memory 8Gi exceeds --max-memory 4Gi"},
 		{[]string{"--default-memory=1Mi"}, "--default-memory 1Mi is below Docker's minimum of 6Mi"},
@@ -61,7 +63,7 @@ func TestEachRuleOnce(t *testing.T) {
 // TestProblemsReportedTogether: every bad flag is reported in one go, each once.
 func TestProblemsReportedTogether(t *testing.T) {
 	_, err := parseSettings([]string{
-		"--instance=", "--default-memory=8Gi", "--grace-period=0s", "--redis-image=Redis",
+		"--instance=-x", "--default-memory=8Gi", "--grace-period=0s", "--redis-image=Redis",
 		"--max-concurrent-reconciles=0", "--docker-host=nowhere", "--pids-limit=-1",
 	}, noEnv, nil)
 	if err == nil {
@@ -89,6 +91,7 @@ func TestProblemsReportedTogether(t *testing.T) {
 // words are the operator's.
 func TestOptionsMessagesNameFlags(t *testing.T) {
 	var o controllers.Options // zero: breaks nearly every rule
+	o.Instance, o.LegacyInstances, o.AllowedNetworks, o.DefaultNetwork = "-x", []string{""}, []string{"none"}, "host"
 	o.Images = map[string]engine.Images{"postgres": {Default: "A", KitchenSink: "B"}, "redis": {Default: "C"}}
 	o.ProbeDeadlines = map[string]time.Duration{"mongo": -1}
 	err := o.Validate()
@@ -113,6 +116,7 @@ func TestFlagSpellings(t *testing.T) {
 	s, err := parseSettings([]string{
 		"--leader-elect", "--metrics-bind-address=:8080", "--health-probe-bind-address", ":8081",
 		"--kubeconfig", "/tmp/kubeconfig", "--instance", "demo", "--default-network", "demo",
+		"--legacy-instances=default", "--allowed-networks", "team-a,team-b",
 		"--postgres-image=localhost:5001/pg:16", "--mongo-image", "localhost:5001/mongo:8",
 		"--zap-encoder", "console", "--zap-devel", "--sweep=false",
 		"--leader-election-namespace", "default", "--leader-election-id", "e2e-1",
@@ -122,6 +126,7 @@ func TestFlagSpellings(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !s.leaderElect || s.sweep || s.probeAddr != ":8081" || s.options.Instance != "demo" || !s.zap.Development ||
+		!slices.Equal(s.options.LegacyInstances, []string{"default"}) || !slices.Equal(s.options.AllowedNetworks, []string{"team-a", "team-b"}) ||
 		s.options.Images["mongo"].Default != "localhost:5001/mongo:8" || s.renewDeadline.String() != "3s" {
 		t.Errorf("settings = %+v", s)
 	}
