@@ -7,11 +7,9 @@ import (
 
 // Retry pacing of a pass.
 const (
-	// probeInterval: quick retries until the engine's deadline, probeLateInterval after it.
-	probeInterval     = time.Second
-	probeLateInterval = 15 * time.Second
-	featureRetry      = 5 * time.Second
-	pullPollInterval  = 5 * time.Second
+	// probeInterval: quick retries until the engine's deadline (the Sandbox's backoff after it).
+	probeInterval    = time.Second
+	pullPollInterval = 5 * time.Second
 	// pausedRecheck backs the unpause event up.
 	pausedRecheck = time.Minute
 )

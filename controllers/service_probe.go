@@ -18,14 +18,14 @@ func (r *SandboxReconciler) probeService(ctx context.Context, w serviceWork, c d
 		passed, detail := r.host.Probe(ctx, w.svc, c, addr)
 		sandboxMetrics.probeAttempts.WithLabelValues(e.Name(), map[bool]string{true: "success", false: "failure"}[passed]).Inc()
 		if !passed {
-			return r.probeFailed(w, c, detail, res)
+			return r.probeFailed(ctx, w, c, detail, res)
 		}
 	}
 	featuresVerified := alreadyAnswered && slices.Equal(featureStrings(w.prev.Features), w.svc.Features)
 	if len(w.svc.Features) > 0 && !featuresVerified {
 		if msg := r.host.Activate(ctx, w.svc, c, addr); msg != "" {
-			res.probes = part{reason: sandboxv1.ReasonFeatureVerifyFailed, message: msg}
-			res.after(featureRetry)
+			res.probes = part{reason: sandboxv1.ReasonFeatureVerifyFailed,
+				message: fmt.Sprintf("%s; retrying in %s", msg, retryLater(ctx).Round(time.Second))}
 			return res
 		}
 	}
@@ -42,10 +42,11 @@ func (r *SandboxReconciler) probeService(ctx context.Context, w serviceWork, c d
 }
 
 // probeFailed says the service has not answered yet, or that it did not answer in
-// time, and paces the next probe accordingly. The deadline is judged from this
+// time, and paces the next probe accordingly (quickly until the deadline, with the
+// Sandbox's backoff after it). The deadline is judged from this
 // manager's attempts on the container (memory.probeFailed), not from its start: a
 // Sandbox that waited in the queue has not been probed for that long.
-func (r *SandboxReconciler) probeFailed(w serviceWork, c dd.Container, detail string, res serviceResult) serviceResult {
+func (r *SandboxReconciler) probeFailed(ctx context.Context, w serviceWork, c dd.Container, detail string, res serviceResult) serviceResult {
 	name, deadline := w.svc.Engine.Name(), w.svc.ProbeDeadline
 	timedOut, since := r.memory.probeFailed(w.sb, name, c.ID, deadline)
 	if !timedOut {
@@ -54,7 +55,8 @@ func (r *SandboxReconciler) probeFailed(w serviceWork, c dd.Container, detail st
 		res.after(probeInterval)
 		return res
 	}
-	res.probes = part{reason: sandboxv1.ReasonProbeTimeout, message: fmt.Sprintf("%s did not answer within %s: %s", name, deadline, detail)}
-	res.after(probeLateInterval)
+	// Past the deadline a probe is a retry like any other: it backs off.
+	res.probes = part{reason: sandboxv1.ReasonProbeTimeout, message: fmt.Sprintf("%s did not answer within %s: %s; probing again in %s",
+		name, deadline, detail, retryLater(ctx).Round(time.Second))}
 	return res
 }
