@@ -44,6 +44,8 @@ type options struct {
 	backoffMax     time.Duration
 	clientOpts     []client.Opt
 	logsLimitBytes int
+	identityRepo   string
+	identityLabels map[string]string
 }
 
 // WithHost talks to the daemon at host (e.g. "unix:///var/run/docker.sock",
@@ -78,6 +80,7 @@ func New(opts ...Option) (*Docker, error) {
 		backoffMin:     100 * time.Millisecond,
 		backoffMax:     10 * time.Second,
 		logsLimitBytes: 16 << 10,
+		identityRepo:   IdentityRepo,
 	}
 	for _, opt := range opts {
 		opt(&o)

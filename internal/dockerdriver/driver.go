@@ -21,6 +21,14 @@ type Driver interface {
 	// Ping checks that the daemon answers and reports its versions.
 	Ping(ctx context.Context) (ServerInfo, error)
 
+	// HostIdentity reads back the identity marker planted on the daemon (the
+	// oldest, when several were planted at once), with the daemon's own ID and
+	// name. No marker is an ErrNotFound error.
+	HostIdentity(ctx context.Context) (HostIdentity, error)
+	// PlantHostIdentity plants a marker carrying id. It never replaces one
+	// already planted: HostIdentity goes on reading the oldest.
+	PlantHostIdentity(ctx context.Context, id string) error
+
 	// ImagePresent reports whether ref is present on the host.
 	ImagePresent(ctx context.Context, ref string) (bool, error)
 	// PullImage makes ref present: it returns at once when it already is,
@@ -80,6 +88,19 @@ type ServerInfo struct {
 	// NCPU is how many CPUs the daemon's containers may use: the most a
 	// container's NanoCPUs may ask for (Docker refuses more at create).
 	NCPU int
+}
+
+// HostIdentity is what identifies a Docker host.
+type HostIdentity struct {
+	// ID is the value of the marker planted on the host and read back from it.
+	// It is what identifies the host: DaemonID and Name are for people.
+	ID string
+	// DaemonID is the daemon's own ID. It is not unique: Docker 20.10 derives it
+	// from /etc/docker/key.json, which cloned machines and daemons sharing the
+	// file have in common.
+	DaemonID string
+	// Name is the daemon's host name.
+	Name string
 }
 
 // PullProgress is a snapshot of one (possibly shared) image pull.

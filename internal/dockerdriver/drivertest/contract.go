@@ -50,6 +50,9 @@ func RunContract(t *testing.T, newDriver NewDriver) {
 		{"PullSharesOnePull", c.pullShared},
 		{"PullMissingTag", c.pullMissing},
 		{"PullTimeout", c.pullTimeout},
+		{"HostIdentityAbsentIsNotFound", c.identityAbsent},
+		{"HostIdentityReadsBackTheOldestMarker", c.identityOldest},
+		{"HostIdentityUnreachableIsNotAbsent", c.identityUnreachable},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -90,7 +90,11 @@ func (fx *DockerFixture) NewDriver(t *testing.T, cfg Config) (dd.Driver, Env) {
 	t.Helper()
 	p := startProxy(t, fx.daemonNet, fx.daemonAddr)
 	env := &dockerEnv{fx: fx, proxy: p, labels: map[string]string{TestLabel: fx.RunID, TestCaseLabel: randomHex(6)}}
-	opts := []dd.Option{dd.WithHost("unix://" + p.path), dd.WithEventBackoff(20*time.Millisecond, 500*time.Millisecond)}
+	// Note: every subtest plants its own identity marker; the daemon's real one
+	// is the manager's.
+	env.identityRepo = "sandbox-driver-test/host-identity-" + env.labels[TestCaseLabel]
+	opts := []dd.Option{dd.WithHost("unix://" + p.path), dd.WithEventBackoff(20*time.Millisecond, 500*time.Millisecond),
+		dd.WithIdentityMarker(env.identityRepo, map[string]string{TestLabel: fx.RunID})}
 	if cfg.PullTimeout > 0 {
 		opts = append(opts, dd.WithPullTimeout(cfg.PullTimeout))
 	}
@@ -272,6 +276,8 @@ type dockerEnv struct {
 	fx     *DockerFixture
 	proxy  *proxy
 	labels map[string]string
+	// identityRepo is the subtest's own identity marker repository.
+	identityRepo string
 
 	mu     sync.Mutex
 	images []string // references pulled or tagged, removed at cleanup
@@ -288,6 +294,16 @@ func (e *dockerEnv) cleanup(t *testing.T) func() {
 		defer e.mu.Unlock()
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
+		fx := client.Filters{}.Add("reference", e.identityRepo)
+		if markers, err := e.fx.Client.ImageList(ctx, client.ImageListOptions{Filters: fx}); err != nil {
+			t.Errorf("cleanup: list identity markers: %v", err)
+		} else {
+			for _, img := range markers.Items {
+				if _, err := e.fx.Client.ImageRemove(ctx, img.ID, client.ImageRemoveOptions{Force: true}); err != nil && !cerrdefs.IsNotFound(err) {
+					t.Errorf("cleanup: remove identity marker %s: %v", img.ID, err)
+				}
+			}
+		}
 		for _, ref := range e.images {
 			if _, err := e.fx.Client.ImageRemove(ctx, ref, client.ImageRemoveOptions{}); err != nil && !cerrdefs.IsNotFound(err) {
 				t.Errorf("cleanup: remove image %s: %v", ref, err)

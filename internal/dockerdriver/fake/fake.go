@@ -44,6 +44,8 @@ const (
 	VerbLogsTail        Verb = "LogsTail"
 	VerbRemove          Verb = "Remove"
 	VerbEvents          Verb = "Events"
+	VerbHostIdentity    Verb = "HostIdentity"
+	VerbPlantIdentity   Verb = "PlantHostIdentity"
 )
 
 // ops is what each verb calls itself in error messages, as the real driver does.
@@ -51,6 +53,7 @@ var ops = map[Verb]string{
 	VerbPing: "ping", VerbImagePresent: "image inspect", VerbPullImage: "pull",
 	VerbCreateContainer: "create", VerbInspect: "inspect", VerbList: "list",
 	VerbExec: "exec", VerbLogsTail: "logs", VerbRemove: "remove", VerbEvents: "events",
+	VerbHostIdentity: "host identity", VerbPlantIdentity: "plant host identity",
 }
 
 // Image is an image the fake knows, locally or in its registry.
@@ -112,6 +115,10 @@ type Driver struct {
 	execRules     []*execRule
 	calls         map[Verb]int
 	nextIP        int
+	// daemonID and hostName are what the daemon says of itself; markers are the
+	// identity markers planted, oldest first.
+	daemonID, hostName string
+	markers            []string
 }
 
 var _ dd.Driver = (*Driver)(nil)
@@ -132,6 +139,8 @@ func New(opts ...Option) *Driver {
 		subs:          map[*sub]bool{},
 		calls:         map[Verb]int{},
 		nextIP:        2,
+		daemonID:      DefaultDaemonID,
+		hostName:      "fake-host",
 	}
 	for _, o := range opts {
 		o(f)
