@@ -19,7 +19,8 @@ import (
 	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
 )
 
-// reconcileDelete tears down by UID label, confirms nothing is left, then lets go.
+// reconcileDelete tears down by UID label on the Sandbox's Docker host, confirms
+// nothing is left, then lets go (see teardownHost for another host).
 func (r *SandboxReconciler) reconcileDelete(ctx context.Context, sb *sandboxv1.Sandbox) (ctrl.Result, error) {
 	if !controllerutil.ContainsFinalizer(sb, Finalizer) {
 		return ctrl.Result{}, nil
@@ -29,19 +30,22 @@ func (r *SandboxReconciler) reconcileDelete(ctx context.Context, sb *sandboxv1.S
 	if c := meta.FindStatusCondition(sb.Status.Conditions, sandboxv1.ConditionReady); c == nil || c.Reason != sandboxv1.ReasonOwnerGone {
 		setCondition(sb, sandboxv1.ConditionReady, metav1.ConditionFalse, sandboxv1.ReasonDeleting, "tearing down the service containers")
 	}
-	if err := r.patchStatus(ctx, before, sb); err != nil {
-		return ctrl.Result{}, err
+	proceed, released, result := r.teardownHost(ctx, sb)
+	if err := r.patchStatus(ctx, before, sb); err != nil || !proceed && !released {
+		return r.memory.pace(ctx, sb, result), err
 	}
-	removed, err := r.teardown(ctx, sb)
-	if err != nil {
-		logf.FromContext(ctx).Info("Teardown incomplete; retrying", "error", err.Error(), "retryIn", retryLater(ctx))
-		return r.memory.pace(ctx, sb, ctrl.Result{}), nil
+	if proceed {
+		removed, err := r.teardown(ctx, sb)
+		if err != nil {
+			logf.FromContext(ctx).Info("Teardown incomplete; retrying", "error", err.Error(), "retryIn", retryLater(ctx))
+			return r.memory.pace(ctx, sb, ctrl.Result{}), nil
+		}
+		r.Recorder.Eventf(sb, nil, corev1.EventTypeNormal, sandboxv1.EventTornDown, sandboxv1.ActionTeardown, "removed %d containers with their volumes", removed)
+		logf.FromContext(ctx).Info("Sandbox torn down", "containers", removed)
 	}
 	if err := r.deleteSecret(ctx, sb); err != nil {
 		return ctrl.Result{}, err
 	}
-	r.Recorder.Eventf(sb, nil, corev1.EventTypeNormal, sandboxv1.EventTornDown, sandboxv1.ActionTeardown, "removed %d containers with their volumes", removed)
-	logf.FromContext(ctx).Info("Sandbox torn down", "containers", removed)
 
 	patch := client.MergeFrom(sb.DeepCopy())
 	controllerutil.RemoveFinalizer(sb, Finalizer)

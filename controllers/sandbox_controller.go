@@ -44,11 +44,13 @@ type SandboxReconciler struct {
 	// MaxConcurrentReconciles bounds the workers (default 4).
 	MaxConcurrentReconciles int
 
-	// events is the Docker host's event stream, shared with the sweep.
-	events  *hostEvents
-	host    *host.Host
-	cpus    hostCPUs
-	requeue chan event.TypedGenericEvent[*sandboxv1.Sandbox]
+	// events is the Docker host's event stream, and identity proves which host it
+	// is; both shared with the sweep.
+	events   *hostEvents
+	identity *host.Identity
+	host     *host.Host
+	cpus     hostCPUs
+	requeue  chan event.TypedGenericEvent[*sandboxv1.Sandbox]
 	// own remembers this manager's Docker actions, whose events re-queue nothing.
 	own *ownActions
 	// memory keeps each Sandbox's backoff and probe attempts between passes.
@@ -63,9 +65,9 @@ type SandboxReconciler struct {
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
-// Reconcile reads like the table of contents of one pass: the lifetime verdict,
-// then credentials, then services, then one publish. Each step returns early when
-// its condition already holds.
+// Reconcile reads like the table of contents of one pass: the Docker host it is
+// bound to, the lifetime verdict, then credentials, then services, then one
+// publish. Each step returns early when its condition already holds.
 func (r *SandboxReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	sb := &sandboxv1.Sandbox{}
 	if err := r.Get(ctx, req.NamespacedName, sb); err != nil {
@@ -81,6 +83,9 @@ func (r *SandboxReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	}
 	if err := r.ensureFinalizer(ctx, sb); err != nil {
 		return ctrl.Result{}, err
+	}
+	if result, onHost, err := r.reconcileDockerHost(ctx, sb); !onHost || err != nil {
+		return result, err
 	}
 	before := sb.DeepCopy()
 	life, err := r.reconcileLifetime(ctx, sb)
@@ -155,6 +160,9 @@ func (r *SandboxReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.events == nil {
 		r.events = newHostEvents(r.Driver)
 	}
+	if r.identity == nil {
+		r.identity = host.NewIdentity(r.Driver, host.DefaultIdentitySettle)
+	}
 	if err := r.setupDockerWatch(mgr); err != nil {
 		return err
 	}
@@ -164,7 +172,9 @@ func (r *SandboxReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		return err
 	}
 	return ctrl.NewControllerManagedBy(mgr).
-		For(&sandboxv1.Sandbox{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		// Note: annotations too, for AnnotationReleaseDockerHost.
+		For(&sandboxv1.Sandbox{}, builder.WithPredicates(predicate.Or[client.Object](
+			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		// A credentials Secret deleted by hand is re-made at once (the manager caches
 		// only Secrets carrying SecretLabel).
 		Owns(&corev1.Secret{}, builder.WithPredicates(predicate.Funcs{

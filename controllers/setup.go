@@ -12,6 +12,7 @@ import (
 
 	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
 	dd "github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver"
+	"github.com/roboco-sandbox/sandbox-controller/internal/host"
 )
 
 // instanceTimeout bounds reading the cluster's identity at start-up.
@@ -24,6 +25,9 @@ type Setup struct {
 	MaxConcurrentReconciles int
 	// Sweep runs the orphan sweep.
 	Sweep bool
+	// HostIdentitySettle is how long a manager that planted the Docker host's
+	// identity marker waits before reading it back (0: host.DefaultIdentitySettle).
+	HostIdentitySettle time.Duration
 }
 
 // NewScheme is the scheme the manager serves: client-go's types and Sandboxes.
@@ -52,15 +56,20 @@ func (s Setup) AddToManager(mgr ctrl.Manager, driver dd.Driver) error {
 		return err
 	}
 	events := newHostEvents(driver)
+	settle := s.HostIdentitySettle
+	if settle <= 0 {
+		settle = host.DefaultIdentitySettle
+	}
+	identity := host.NewIdentity(driver, settle)
 	sandboxes := &SandboxReconciler{Client: mgr.GetClient(), Driver: driver, Options: s.Options,
-		MaxConcurrentReconciles: s.MaxConcurrentReconciles, events: events}
+		MaxConcurrentReconciles: s.MaxConcurrentReconciles, events: events, identity: identity}
 	if err := sandboxes.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the Sandbox controller: %w", err)
 	}
 	if !s.Sweep {
 		return nil
 	}
-	sweep := &SweepReconciler{Driver: driver, Options: s.Options, events: events}
+	sweep := &SweepReconciler{Driver: driver, Options: s.Options, events: events, identity: identity}
 	if err := sweep.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the orphan sweep: %w", err)
 	}

@@ -66,7 +66,7 @@ func startManagerOn(cfg *rest.Config, driver dd.Driver, opts controllers.Options
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
 	})
 	Expect(err).NotTo(HaveOccurred())
-	Expect(controllers.Setup{Options: opts, Sweep: true}.AddToManager(mgr, driver)).To(Succeed())
+	Expect(controllers.Setup{Options: opts, Sweep: true, HostIdentitySettle: time.Millisecond}.AddToManager(mgr, driver)).To(Succeed())
 	mctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() {

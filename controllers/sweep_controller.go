@@ -8,7 +8,6 @@ import (
 	"sync"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -71,8 +70,10 @@ type SweepReconciler struct {
 	APIReader client.Reader
 	Driver    dd.Driver
 	Options   Options
-	// events is the Docker host's event stream, shared with the Sandbox reconciler.
-	events *hostEvents
+	// events is the Docker host's event stream, and identity proves which host it
+	// is; both shared with the Sandbox reconciler.
+	events   *hostEvents
+	identity *host.Identity
 
 	stream streamState
 
@@ -96,6 +97,11 @@ func (r *SweepReconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.R
 
 	if why := r.stream.behind(); why != "" {
 		return ctrl.Result{}, sweepFailed(ctx, "events", errors.New(why))
+	}
+	// Note: no sweep of a host not proven. A Sandbox bound to another host is live:
+	// nothing of its UID is reaped here, and its containers there are not seen.
+	if _, err := r.identity.Prove(ctx); err != nil {
+		return ctrl.Result{}, sweepFailed(ctx, "identity", err)
 	}
 	// Note: containers are listed before Sandboxes. A UID absent from a later,
 	// live list of Sandboxes is gone for good (UIDs are never reused), so a
@@ -172,25 +178,6 @@ func sweepFailed(ctx context.Context, stage string, err error) error {
 	return fmt.Errorf("orphan sweep, %s: %w", stage, err)
 }
 
-// liveUIDs lists the UIDs of the Sandboxes that exist, live from the API server.
-//
-// Note: not from the informer cache. Right after a leader change, or while its
-// watch lags, a cache can miss a Sandbox that exists, and its containers would be
-// reaped; one metadata-only list per pass is cheap, and the grace period makes
-// a Sandbox created after it irrelevant.
-func (r *SweepReconciler) liveUIDs(ctx context.Context) (map[types.UID]bool, error) {
-	list := &metav1.PartialObjectMetadataList{}
-	list.SetGroupVersionKind(sandboxv1.GroupVersion.WithKind("SandboxList"))
-	if err := r.APIReader.List(ctx, list); err != nil {
-		return nil, err
-	}
-	live := make(map[types.UID]bool, len(list.Items))
-	for _, item := range list.Items {
-		live[item.UID] = true
-	}
-	return live, nil
-}
-
 // reap removes the orphans (stop, kill, remove with volumes), a few at a time, and
 // logs each removal.
 func (r *SweepReconciler) reap(ctx context.Context, orphans []orphan) error {
@@ -227,6 +214,9 @@ func (r *SweepReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.ownerMissing = map[string]time.Time{}
 	if r.events == nil {
 		r.events = newHostEvents(r.Driver)
+	}
+	if r.identity == nil {
+		r.identity = host.NewIdentity(r.Driver, host.DefaultIdentitySettle)
 	}
 	toSweep := func(context.Context, *sandboxv1.Sandbox) []reconcile.Request {
 		return []reconcile.Request{sweepRequest}
@@ -265,6 +255,7 @@ func (r *SweepReconciler) startTriggers(ctx context.Context, q workqueue.TypedRa
 			switch {
 			case ev.Type == dd.EventLost:
 				r.stream.lost()
+				r.identity.Forget()
 				log.Info("Docker events lost: sweeps remove nothing until the stream resyncs")
 			case ev.Type == dd.EventResync:
 				r.stream.resynced()

@@ -1,8 +1,13 @@
 package controllers
 
 import (
+	"context"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
 	dd "github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver"
 )
 
@@ -35,4 +40,23 @@ func (p *sweepPlan) consider(c dd.ContainerSummary, kind string, missingSince ti
 		return
 	}
 	p.reap = append(p.reap, orphan{ContainerSummary: c, kind: kind, age: p.now.Sub(c.CreatedAt)})
+}
+
+// liveUIDs lists the UIDs of the Sandboxes that exist, live from the API server.
+//
+// Note: not from the informer cache. Right after a leader change, or while its
+// watch lags, a cache can miss a Sandbox that exists, and its containers would be
+// reaped; one metadata-only list per pass is cheap, and the grace period makes
+// a Sandbox created after it irrelevant.
+func (r *SweepReconciler) liveUIDs(ctx context.Context) (map[types.UID]bool, error) {
+	list := &metav1.PartialObjectMetadataList{}
+	list.SetGroupVersionKind(sandboxv1.GroupVersion.WithKind("SandboxList"))
+	if err := r.APIReader.List(ctx, list); err != nil {
+		return nil, err
+	}
+	live := make(map[types.UID]bool, len(list.Items))
+	for _, item := range list.Items {
+		live[item.UID] = true
+	}
+	return live, nil
 }

@@ -47,7 +47,7 @@ func (r *SandboxReconciler) setupDockerWatch(mgr ctrl.Manager) error {
 	if err := indexer.IndexField(context.Background(), &sandboxv1.Sandbox{}, containerNameIndex, indexContainerNames); err != nil {
 		return err
 	}
-	return mgr.Add(&dockerWatch{events: r.events, own: r.own, reader: mgr.GetCache(), enqueue: r.enqueue})
+	return mgr.Add(&dockerWatch{events: r.events, own: r.own, reader: mgr.GetCache(), enqueue: r.enqueue, forgetHost: r.identity.Forget})
 }
 
 // dockerWatch turns Docker container events into reconcile requests, so a container
@@ -65,6 +65,9 @@ type dockerWatch struct {
 	own     *ownActions
 	reader  client.Reader
 	enqueue func(types.NamespacedName)
+	// forgetHost drops the proof of the Docker host's identity when the stream
+	// breaks: the daemon that answers afterwards may be another one.
+	forgetHost func()
 }
 
 // NeedLeaderElection: only the leader acts on events.
@@ -83,9 +86,11 @@ func (w *dockerWatch) Start(ctx context.Context) error {
 		switch {
 		case ev.Type == dd.EventResync:
 			log.Info("Docker event stream resynced; re-queueing every Sandbox")
+			w.forgetHost()
 			w.enqueueAll(ctx)
 		case ev.Type == dd.EventLost:
 			log.Info("Docker events lost; re-queueing every Sandbox once the stream resyncs")
+			w.forgetHost()
 		case isSandboxContainer(ev.Labels):
 			if key, ok := sandboxKey(ev.Labels); ok && !w.own.caused(ev) {
 				w.enqueue(key)

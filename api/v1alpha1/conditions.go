@@ -87,4 +87,11 @@ const (
 	ReasonInvalidSpec = "InvalidSpec"
 	// ReasonSecretConflict: a Secret with the credentials Secret's name exists and is not this Sandbox's.
 	ReasonSecretConflict = "SecretConflict"
+	// ReasonWrongDockerHost: the Sandbox is bound to another Docker host than the one
+	// the manager talks to; the message names both. Nothing is created, removed or
+	// judged for it.
+	ReasonWrongDockerHost = "WrongDockerHost"
+	// ReasonDockerHostUnproven: the manager cannot prove which Docker host it talks
+	// to; nothing is created, removed or judged until it can.
+	ReasonDockerHostUnproven = "DockerHostUnproven"
 )

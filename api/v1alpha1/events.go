@@ -29,6 +29,13 @@ const (
 	EventOwnerGone = ReasonOwnerGone
 	// EventTornDown (Normal): the containers are confirmed gone.
 	EventTornDown = "TornDown"
+	// EventDockerHostBound (Normal): the Sandbox is bound to the Docker host it is
+	// provisioned on.
+	EventDockerHostBound = "DockerHostBound"
+	// EventDockerHostReleased (Warning): a deleted Sandbox bound to an unreachable
+	// Docker host was let go on the operator's word (AnnotationReleaseDockerHost),
+	// without tearing down its containers there.
+	EventDockerHostReleased = "DockerHostReleased"
 )
 
 // Event actions: what the controller was doing when it reported an event.

@@ -172,6 +172,12 @@ type SandboxStatus struct {
 	// stopped; cleared when it is back.
 	// +optional
 	OwnerMissingSince *metav1.Time `json:"ownerMissingSince,omitempty"`
+
+	// dockerHost is the Docker host the Sandbox is bound to, recorded on its first
+	// pass before any container exists. A manager that talks to another host, or
+	// cannot prove which host it talks to, does nothing for the Sandbox.
+	// +optional
+	DockerHost *DockerHostStatus `json:"dockerHost,omitempty"`
 }
 
 // ServiceStatus is the observed state of one service.
