@@ -216,6 +216,9 @@ func TestDeploymentIsTight(t *testing.T) {
 	if spec.ServiceAccountName != sa.Name {
 		t.Errorf("service account %q, want %q", spec.ServiceAccountName, sa.Name)
 	}
+	if spec.NodeSelector["sandbox.roboco.io/docker-host"] != "true" {
+		t.Errorf("nodeSelector %v: the manager must be pinned to the node labelled sandbox.roboco.io/docker-host=true, whose engine its Sandboxes are bound to", spec.NodeSelector)
+	}
 	if spec.HostNetwork || spec.HostPID || spec.HostIPC {
 		t.Error("the manager needs no host namespaces")
 	}
