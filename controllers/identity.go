@@ -40,7 +40,7 @@ func (r *SandboxReconciler) reconcileDockerHost(ctx context.Context, sb *sandbox
 		}
 		r.Recorder.Eventf(sb, nil, corev1.EventTypeNormal, sandboxv1.EventDockerHostBound, sandboxv1.ActionReconcile,
 			"bound to Docker host %s", describeHost(*sb.Status.DockerHost))
-		logf.FromContext(ctx).Info("Sandbox bound to its Docker host", "host", current.ID, "daemonID", current.DaemonID, "name", current.Name)
+		logf.FromContext(ctx).Info("Sandbox bound to its Docker host", "hostID", current.ID, "daemonID", current.DaemonID, "hostName", current.Name)
 		return ctrl.Result{}, true, nil
 	case bound.ID != current.ID:
 		wrongHost(sb, wrongHostMessage(*bound, current, "nothing is created, removed or judged for it here; run a manager against that host"))

@@ -46,7 +46,7 @@ func (f *Driver) PlantHostIdentity(ctx context.Context, id string) error {
 }
 
 // Prune does what `docker system prune --volumes` does to what the fake models:
-// it removes every container that does not run, with its volumes. With all (as
+// it removes every container that is not running or paused, with its volumes. With all (as
 // `-a`), it also removes the images no container uses, the identity markers
 // among them.
 func (f *Driver) Prune(all bool) {
@@ -54,7 +54,7 @@ func (f *Driver) Prune(all bool) {
 	defer f.mu.Unlock()
 	used := map[string]bool{}
 	for _, c := range f.containers {
-		if c.c.State == dd.StateRunning {
+		if c.c.State == dd.StateRunning || c.c.State == dd.StatePaused {
 			used[mustNormalize(c.c.Image)] = true
 			continue
 		}
