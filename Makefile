@@ -68,9 +68,24 @@ docker: ## Make sure a Docker engine answers (installs and starts dockerd when n
 images: docker ## Build the engine images (postgres, redis, mongo stand-in) and serve them from the local registry.
 	hack/images.sh
 
+# The chaos suite's short run inside `make test`, and its long run (`make chaos`).
+CHAOS_SHORT_CYCLES ?= 10
+CHAOS_CYCLES ?= 100
+
 .PHONY: test
-test: verify-generated verify-tidy vet lint images ## Run every test suite (builds what it needs first).
-	KUBEBUILDER_ASSETS="$$(hack/build-envtest.sh)" go test $(GO_TEST_FLAGS) ./...
+test: verify-generated verify-tidy vet lint images ## Run every test suite (builds what it needs first), the chaos suite's short run among them.
+	hack/ensure-iproute2.sh
+	CHAOS_CYCLES=$(CHAOS_SHORT_CYCLES) KUBEBUILDER_ASSETS="$$(hack/build-envtest.sh)" go test $(GO_TEST_FLAGS) ./...
+
+.PHONY: chaos
+chaos: images ## The long chaos run (CHAOS_CYCLES=100 fault cycles; CHAOS_SEED=n replays one), then the planted bugs it must catch.
+	hack/ensure-iproute2.sh
+	CHAOS_CYCLES=$(CHAOS_CYCLES) CHAOS_PLANTED=1 KUBEBUILDER_ASSETS="$$(hack/build-envtest.sh)" go test -count=1 -timeout 600m -v -run 'TestChaos' ./test/chaos/
+
+.PHONY: chaos-planted
+chaos-planted: images ## Show that the chaos suite catches each planted bug (a manager built with -tags chaos_plant).
+	hack/ensure-iproute2.sh
+	CHAOS_PLANTED=1 KUBEBUILDER_ASSETS="$$(hack/build-envtest.sh)" go test -count=1 -timeout 60m -v -run 'TestChaosPlanted' ./test/chaos/
 
 .PHONY: bench
 bench: images ## Measure create→Ready per engine, the trio and each sample (medians of 5, ratios), idle Docker calls, and the manager's idle CPU and memory with 50 Sandboxes.

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
+	"github.com/roboco-sandbox/sandbox-controller/internal/chaosplant"
 	"github.com/roboco-sandbox/sandbox-controller/internal/engine"
 )
 
@@ -65,12 +66,16 @@ func (r *SandboxReconciler) ensureSecret(ctx context.Context, sb *sandboxv1.Sand
 		return nil, errSecretConflict{name: key.Name}
 	}
 	creds := &credentials{passwords: map[string]string{}, secret: secret}
+	stored := secret.Data
+	if chaosplant.FirstSight(chaosplant.PasswordOnRestart, string(sb.UID)) {
+		stored = nil
+	}
 	for _, svc := range sb.Spec.Services {
 		e, ok := engine.Lookup(string(svc.Engine))
 		if !ok {
 			continue
 		}
-		if creds.passwords[e.Name()] = string(secret.Data[e.PasswordKey()]); creds.passwords[e.Name()] == "" {
+		if creds.passwords[e.Name()] = string(stored[e.PasswordKey()]); creds.passwords[e.Name()] == "" {
 			if creds.passwords[e.Name()], err = engine.NewPassword(); err != nil {
 				return nil, err
 			}

@@ -22,6 +22,7 @@ import (
 
 	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
 	dd "github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver"
+	"github.com/roboco-sandbox/sandbox-controller/internal/chaosplant"
 	"github.com/roboco-sandbox/sandbox-controller/internal/host"
 )
 
@@ -116,7 +117,7 @@ func (r *SweepReconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.R
 		return ctrl.Result{}, sweepFailed(ctx, "list-containers", err)
 	}
 	live, err := r.liveUIDs(ctx)
-	if err != nil {
+	if err != nil && !chaosplant.Active(chaosplant.SweepAfterFailedList) {
 		return ctrl.Result{}, sweepFailed(ctx, "list-sandboxes", err)
 	}
 

@@ -1,0 +1,10 @@
+//go:build !chaos_plant
+
+package chaosplant
+
+// Active says whether the bug is planted: never, in a normal build.
+func Active(string) bool { return false }
+
+// FirstSight says whether key is seen for the first time by this process while
+// the bug is planted: never, in a normal build.
+func FirstSight(string, string) bool { return false }

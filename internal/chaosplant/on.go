@@ -1,0 +1,30 @@
+//go:build chaos_plant
+
+package chaosplant
+
+import (
+	"os"
+	"sync"
+)
+
+var (
+	planted = os.Getenv(Env)
+	mu      sync.Mutex
+	seen    = map[string]bool{}
+)
+
+// Active says whether the bug is the one planted.
+func Active(bug string) bool { return bug == planted }
+
+// FirstSight says, while bug is planted, whether this process sees key for the
+// first time (later calls with it say false).
+func FirstSight(bug, key string) bool {
+	if !Active(bug) {
+		return false
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	first := !seen[key]
+	seen[key] = true
+	return first
+}

@@ -1,0 +1,20 @@
+// Package chaosplant plants known bugs in the manager, so that the chaos suite
+// (test/chaos) can show it catches them. A normal build has none: Active is false
+// unless the binary is built with the chaos_plant tag, and then only for the bug
+// the SANDBOX_CHAOS_PLANT variable names.
+package chaosplant
+
+// The bugs the chaos suite must catch.
+const (
+	// SweepAfterFailedList: the orphan sweep goes on when it cannot list the
+	// Sandboxes, taking every container for an orphan (upstream's fault).
+	SweepAfterFailedList = "sweep-after-failed-list"
+	// PasswordOnRestart: after a restart, ensureSecret ignores the passwords the
+	// existing Secret holds and makes new ones.
+	PasswordOnRestart = "password-on-restart"
+	// IdentitySkipped: a Sandbox bound to one Docker host is worked on another.
+	IdentitySkipped = "identity-skipped"
+)
+
+// Env is the variable a chaos_plant build reads the planted bug's name from.
+const Env = "SANDBOX_CHAOS_PLANT"

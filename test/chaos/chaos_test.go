@@ -1,0 +1,303 @@
+// Package chaos runs the built manager against a Docker daemon of its own and a
+// real API server while creating and deleting Sandboxes and injecting faults at
+// random (seeded): SIGKILL of the manager, a restart of dockerd, a Docker API that
+// stalls or drops connections, a restart of the API server, Secrets deleted,
+// service containers removed out of band, and, once Sandboxes are bound to a
+// proven Docker host, another host behind the manager's socket. After each fault
+// it checks the invariants (invariants_test.go).
+//
+//	CHAOS_CYCLES=100 go test ./test/chaos -run TestChaos$ -v   # make chaos
+//	CHAOS_PLANTED=1 go test ./test/chaos -run TestChaosPlanted  # make chaos-planted
+//
+// CHAOS_SEED replays a run's choices (the seed is printed first); timing is the
+// machine's own, so a replay injects the same faults in the same order on the
+// same targets, not at the same instants.
+package chaos
+
+import (
+	"context"
+	crand "crypto/rand"
+	"encoding/binary"
+	"encoding/hex"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
+	"github.com/roboco-sandbox/sandbox-controller/internal/chaosplant"
+	"github.com/roboco-sandbox/sandbox-controller/internal/testenv"
+)
+
+const testLabel = "sandbox.roboco.io/test"
+
+// TestChaos is the chaos run: CHAOS_CYCLES fault cycles (make test runs a short
+// one, make chaos a long one); it fails naming each invariant violated.
+func TestChaos(t *testing.T) {
+	cycles, err := strconv.Atoi(os.Getenv("CHAOS_CYCLES"))
+	if err != nil || cycles <= 0 {
+		t.Skip("set CHAOS_CYCLES (make test runs a short run, make chaos a long one)")
+	}
+	h := setup(t)
+	long := cycles >= 50
+	s := settings{name: "chaos", cycles: cycles, seed: seed(), faults: allFaults(),
+		minLive: 8, maxLive: 12, mongo: long, warmup: 15 * time.Second, bound: 3 * time.Minute}
+	r := h.newRun(t, s)
+	vs := r.execute(t.Context())
+	r.report()
+	for _, v := range vs {
+		t.Errorf("%s", v)
+	}
+	if len(vs) > 0 || t.Failed() {
+		t.Logf("seed %d (replay: CHAOS_SEED=%d CHAOS_CYCLES=%d); manager log (last 60 lines):\n%s", s.seed, s.seed, cycles, r.mgr.tail(60))
+	}
+	for kind := range slices.Values(s.faults) {
+		if long && r.stats.injected[kind] < 10 {
+			t.Errorf("%s injected %d times, want at least 10 in a long run", kind, r.stats.injected[kind])
+		}
+	}
+}
+
+// TestChaosPlanted shows that the suite can fail: each planted bug, built into the
+// manager with the chaos_plant tag, is caught, by the invariant it breaks.
+func TestChaosPlanted(t *testing.T) {
+	if os.Getenv("CHAOS_PLANTED") != "1" {
+		t.Skip("set CHAOS_PLANTED=1 (make chaos-planted, or make chaos)")
+	}
+	h := setup(t)
+	cases := []struct {
+		bug, fault, invariant string
+		warmup                time.Duration
+	}{
+		// The sweep's list of Sandboxes fails while the API server is down;
+		// every container older than the grace period is then reaped.
+		{chaosplant.SweepAfterFailedList, faultAPIServer, invReplaced, gracePeriod + 5*time.Second},
+		{chaosplant.PasswordOnRestart, faultManagerKill, invPassword, 10 * time.Second},
+		{chaosplant.IdentitySkipped, faultHostSwap, invForeign, 10 * time.Second},
+	}
+	for _, c := range cases {
+		t.Run(c.bug, func(t *testing.T) {
+			if c.fault == faultHostSwap && !hostIdentitySupported() {
+				t.Skip("the manager does not bind Sandboxes to a Docker host yet (no status.dockerHost)")
+			}
+			s := settings{name: "plant-" + c.bug, cycles: 3, seed: seed(), faults: []string{c.fault}, plant: c.bug,
+				minLive: 8, maxLive: 10, warmup: c.warmup, bound: 90 * time.Second}
+			r := h.newRun(t, s)
+			// Note: this run is meant to break invariants; its report is the test.
+			vs := r.execute(t.Context())
+			var caught []string
+			for _, v := range vs {
+				if v.invariant == c.invariant {
+					caught = append(caught, v.String())
+				}
+			}
+			if len(caught) == 0 {
+				t.Errorf("planted bug %s not caught: no violation of %q in %d cycles of %s (violations: %v); seed %d",
+					c.bug, c.invariant, s.cycles, c.fault, vs, s.seed)
+				return
+			}
+			t.Logf("planted bug %s caught: %s", c.bug, caught[0])
+		})
+	}
+}
+
+func seed() uint64 {
+	if s, err := strconv.ParseUint(os.Getenv("CHAOS_SEED"), 10, 64); err == nil {
+		return s
+	}
+	var b [8]byte
+	_, _ = crand.Read(b[:])
+	return binary.LittleEndian.Uint64(b[:]) >> 1
+}
+
+// harness is what the runs of one test share: the daemon, the proxy in front of
+// it, the control plane, the built managers.
+type harness struct {
+	id     string
+	dir    string
+	daemon *daemon
+	proxy  *proxy
+	plane  *plane
+	k8s    client.Client
+	images testenv.Images
+	bins   map[bool]string // planted or not
+}
+
+func setup(t *testing.T) *harness {
+	t.Helper()
+	if os.Getenv("SANDBOX_SKIP_DOCKER") == "1" {
+		t.Skip("SANDBOX_SKIP_DOCKER=1")
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("the chaos suite runs a dockerd of its own: it needs root")
+	}
+	b := make([]byte, 2)
+	_, _ = crand.Read(b)
+	h := &harness{id: hex.EncodeToString(b), bins: map[bool]string{}}
+	var err error
+	if h.dir, err = os.MkdirTemp("", "sandbox-chaos-"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("logs kept in %s", h.dir)
+			return
+		}
+		_ = os.RemoveAll(h.dir)
+	})
+	if h.images, err = testenv.EngineImages(); err != nil {
+		t.Fatal(err)
+	}
+	h.startDocker(t)
+	if h.plane, err = startPlane(h.dir); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(h.plane.stop)
+	ctrl.SetLogger(logr.Discard())
+	scheme := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(scheme)
+	_ = sandboxv1.AddToScheme(scheme)
+	cfg := *h.plane.cfg
+	cfg.Timeout = 10 * time.Second
+	if h.k8s, err = client.New(&cfg, client.Options{Scheme: scheme}); err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+// startDocker starts the suite's dockerd with the engine images, and the proxy.
+func (h *harness) startDocker(t *testing.T) {
+	t.Helper()
+	h.daemon = newDaemon(h.id, h.dir)
+	t.Cleanup(h.daemon.teardown)
+	if err := h.daemon.createBridge(); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.daemon.start(h.daemon.dataRoot); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if err := h.daemon.loadImages([]string{h.images.Plain["postgres"], h.images.Plain["redis"], h.images.Plain["mongo"]}); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("dockerd %s on %s, images loaded in %s", h.id, h.daemon.socket, time.Since(start).Round(time.Second))
+	var err error
+	if h.proxy, err = startProxy(filepath.Join(h.dir, "docker.sock"), h.daemon.socket); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(h.proxy.close)
+}
+
+// newRun starts a run's manager in a namespace of its own.
+func (h *harness) newRun(t *testing.T, s settings) *run {
+	t.Helper()
+	instance := "chaos-" + h.id + "-" + s.name
+	ns := strings.ToLower(instance)
+	if err := h.k8s.Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{
+		"--kubeconfig", h.plane.kubeconfig,
+		"--docker-host", "unix://" + h.proxy.socket,
+		"--instance", instance,
+		"--postgres-image", h.images.Plain["postgres"], "--postgres-kitchen-sink-image", h.images.KitchenSink["postgres"],
+		"--redis-image", h.images.Plain["redis"], "--redis-kitchen-sink-image", h.images.KitchenSink["redis"],
+		"--mongo-image", h.images.Plain["mongo"],
+		"--metrics-bind-address", "0", "--health-probe-bind-address", "0",
+		"--grace-period", gracePeriod.String(), "--sweep-interval", sweepInterval.String(), "--resync-period", resyncPeriod.String(),
+		"--zap-encoder", "console",
+		// Note: a busy CI machine can take a minute for a postgres initdb alone.
+		"--probe-deadline", "postgres=5m,redis=3m,mongo=5m",
+	}
+	planted := s.plant != ""
+	if h.bins[planted] == "" {
+		bin, err := buildManager(h.dir, planted)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.bins[planted] = bin
+	}
+	m := &manager{bin: h.bins[planted], args: args, env: plantEnv(s.plant),
+		logPath: filepath.Join(h.dir, "manager-"+s.name+".log")}
+	r := &run{t: t, h: h, s: s, instance: instance, mgr: m,
+		faultRand: rand.New(rand.NewPCG(s.seed, 1)),
+		sampler:   &sampler{seen: map[string]bool{}},
+		stats:     stats{injected: map[string]int{}, recovery: map[string][]time.Duration{}, violated: map[string]int{}}}
+	r.w = &workload{h: h, r: rand.New(rand.NewPCG(s.seed, 2)), ns: ns, minLive: s.minLive, maxLive: s.maxLive, mongo: s.mongo,
+		live: map[string]*record{}, gone: map[string]*record{}}
+	h.proxy.take()
+	m.start()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer cancel()
+		r.teardown(ctx)
+	})
+	return r
+}
+
+// startOwner starts a stand-in agent container that a Sandbox follows; it comes
+// back with the daemon, as an agent's would.
+func (h *harness) startOwner(ctx context.Context, agentID string) error {
+	cctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	_, err := h.daemon.docker(cctx, "run", "-d", "--name", "roboco-agent-"+agentID, "--label", testLabel+"="+h.id,
+		"--restart", "always", "--tmpfs", "/data", "--entrypoint", "sleep", h.images.Plain["redis"], "infinity")
+	return err
+}
+
+func (h *harness) removeOwner(ctx context.Context, rec *record) {
+	if rec.owned {
+		cctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+		defer cancel()
+		_, _ = h.daemon.docker(cctx, "rm", "-fv", "roboco-agent-"+rec.agentID)
+	}
+}
+
+func (h *harness) danglingVolumes(ctx context.Context) ([]string, error) {
+	cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	out, err := h.daemon.docker(cctx, "volume", "ls", "-q", "--filter", "dangling=true")
+	return strings.Fields(out), err
+}
+
+// report logs the fault table: injected, violations, recovery median and worst,
+// and the Docker calls per Sandbox per minute while dockerd was down.
+func (r *run) report() {
+	var b strings.Builder
+	fmt.Fprintf(&b, "seed %d; %d Sandboxes created, %d deleted, %d API calls failed (during faults)\n", r.s.seed, r.w.created, r.w.deleted, r.w.failedOps)
+	fmt.Fprintf(&b, "%-20s %8s %10s %10s %10s\n", "fault", "injected", "violations", "median", "worst")
+	for _, kind := range r.s.faults {
+		rec := r.stats.recovery[kind]
+		med, worst := time.Duration(0), time.Duration(0)
+		if len(rec) > 0 {
+			med, worst = testenv.Median(rec), slices.Max(rec)
+		}
+		fmt.Fprintf(&b, "%-20s %8d %10d %10s %10s\n", kind, r.stats.injected[kind], r.stats.violated[kind],
+			med.Round(100*time.Millisecond), worst.Round(100*time.Millisecond))
+	}
+	if len(r.stats.downRates) > 0 {
+		fmt.Fprintf(&b, "Docker calls per Sandbox per minute while dockerd was down: median %.1f, worst %.1f (%d windows)\n",
+			medianF(r.stats.downRates), slices.Max(r.stats.downRates), len(r.stats.downRates))
+	}
+	fmt.Fprintf(&b, "Docker calls per Sandbox per minute, busiest cycle: %.1f (bound %d)", r.stats.worstRate, hotRate)
+	r.t.Logf("fault table:\n%s", b.String())
+}
+
+func medianF(fs []float64) float64 {
+	s := slices.Clone(fs)
+	slices.Sort(s)
+	return s[len(s)/2]
+}

@@ -1,0 +1,162 @@
+package chaos
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// daemon is a Docker engine of the suite's own: its socket, data root, exec root,
+// pid file and bridge, so that restarting it disturbs no other suite (they share
+// the default one). Its data root can be swapped for another one's (alt), which
+// is to the manager a different Docker host behind the same socket.
+type daemon struct {
+	id       string
+	socket   string // unix path
+	execRoot string
+	pidFile  string
+	bridge   string
+	dataRoot string // the suite's host
+	altRoot  string // another host, for the host-swap fault
+	logPath  string
+	cmd      *exec.Cmd
+	current  string // the data root the running dockerd uses
+}
+
+func newDaemon(id, logDir string) *daemon {
+	return &daemon{
+		id:       id,
+		socket:   "/run/sbxc-" + id + ".sock",
+		execRoot: "/run/sbxc-" + id,
+		pidFile:  "/run/sbxc-" + id + ".pid",
+		bridge:   "sbxc" + id,
+		dataRoot: "/var/lib/sandbox-chaos-" + id,
+		altRoot:  "/var/lib/sandbox-chaos-" + id + "-alt",
+		logPath:  filepath.Join(logDir, "dockerd.log"),
+	}
+}
+
+// host is the daemon's address, as DOCKER_HOST says it.
+func (d *daemon) host() string { return "unix://" + d.socket }
+
+// createBridge makes the bridge dockerd's default network uses (dockerd only
+// creates docker0 by itself); the subnet is picked from the id.
+func (d *daemon) createBridge() error {
+	octet := 0
+	for _, c := range d.id {
+		octet = (octet*31 + int(c)) % 200
+	}
+	for _, args := range [][]string{
+		{"link", "add", d.bridge, "type", "bridge"},
+		{"addr", "add", fmt.Sprintf("10.213.%d.1/24", octet+20), "dev", d.bridge},
+		{"link", "set", d.bridge, "up"},
+	} {
+		if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
+			return fmt.Errorf("ip %s: %w: %s", strings.Join(args, " "), err, out)
+		}
+	}
+	return nil
+}
+
+// start runs dockerd on dataRoot and waits until it answers.
+func (d *daemon) start(dataRoot string) error {
+	logf, err := os.OpenFile(d.logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	if err != nil {
+		return err
+	}
+	d.cmd = exec.Command("dockerd", "--host", d.host(), "--data-root", dataRoot, "--exec-root", d.execRoot,
+		"--pidfile", d.pidFile, "--bridge", d.bridge, "--iptables=false", "--ip-masq=false")
+	d.cmd.Stdout, d.cmd.Stderr = logf, logf
+	// Note: its own process group, so that a signal meant for the test leaves it be
+	// and the cleanup can stop it with what it started (containerd).
+	d.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := d.cmd.Start(); err != nil {
+		_ = logf.Close()
+		return err
+	}
+	d.current = dataRoot
+	go func(c *exec.Cmd) { _ = c.Wait(); _ = logf.Close() }(d.cmd)
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		if exec.Command("docker", "-H", d.host(), "version").Run() == nil {
+			return nil
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	return fmt.Errorf("dockerd on %s did not answer within 60s (log %s)", d.socket, d.logPath)
+}
+
+// stop sends SIGTERM (dockerd then stops its containers) and waits for the
+// process to go.
+func (d *daemon) stop() {
+	if d.cmd == nil || d.cmd.Process == nil {
+		return
+	}
+	p := d.cmd.Process
+	_ = p.Signal(syscall.SIGTERM)
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) && p.Signal(syscall.Signal(0)) == nil {
+		time.Sleep(100 * time.Millisecond)
+	}
+	if p.Signal(syscall.Signal(0)) == nil {
+		_ = syscall.Kill(-p.Pid, syscall.SIGKILL)
+		time.Sleep(time.Second)
+	}
+	d.cmd = nil
+}
+
+// restart stops dockerd and starts it again on dataRoot.
+func (d *daemon) restart(dataRoot string) error {
+	d.stop()
+	return d.start(dataRoot)
+}
+
+// docker runs the docker CLI against this daemon.
+func (d *daemon) docker(ctx context.Context, args ...string) (string, error) {
+	out, err := exec.CommandContext(ctx, "docker", append([]string{"-H", d.host()}, args...)...).CombinedOutput()
+	if err != nil {
+		return string(out), fmt.Errorf("docker %s: %w: %s", strings.Join(args, " "), err, out)
+	}
+	return string(out), nil
+}
+
+// loadImages copies images from the default daemon (docker save | load), or
+// pulls them from the local registry when the default daemon lacks one.
+func (d *daemon) loadImages(refs []string) error {
+	for _, ref := range refs {
+		save := fmt.Sprintf("docker save %q | docker -H %q load -q", ref, d.host())
+		if out, err := exec.Command("sh", "-c", save).CombinedOutput(); err == nil {
+			continue
+		} else if out2, err2 := exec.Command("docker", "-H", d.host(), "pull", "-q", ref).CombinedOutput(); err2 != nil {
+			return fmt.Errorf("image %s: save|load: %v: %s; pull: %v: %s", ref, err, out, err2, out2)
+		}
+	}
+	return nil
+}
+
+// teardown stops dockerd and removes everything the daemon made: its containers
+// and volumes go with its data roots, then the bridge and the runtime files.
+func (d *daemon) teardown() {
+	if d.cmd != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		if out, err := d.docker(ctx, "ps", "-aq"); err == nil && strings.TrimSpace(out) != "" {
+			_, _ = d.docker(ctx, append([]string{"rm", "-fv"}, strings.Fields(out)...)...)
+		}
+		cancel()
+	}
+	d.stop()
+	for _, dir := range []string{d.dataRoot, d.altRoot} {
+		// Note: dockerd may leave overlay mounts under its data root.
+		_ = exec.Command("sh", "-c", "grep -o ' "+dir+"[^ ]*' /proc/mounts | sort -r | xargs -r -n1 umount -l").Run()
+		_ = os.RemoveAll(dir)
+	}
+	_ = exec.Command("ip", "link", "del", d.bridge).Run()
+	_ = os.RemoveAll(d.execRoot)
+	_ = os.Remove(d.socket)
+	_ = os.Remove(d.pidFile)
+}

@@ -1,0 +1,163 @@
+package chaos
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/roboco-sandbox/sandbox-controller/internal/chaosplant"
+	"github.com/roboco-sandbox/sandbox-controller/internal/testenv"
+)
+
+// buildManager builds cmd/manager into dir; with plant set, a chaos_plant build
+// (the planted bug is chosen at run time by chaosplant.Env).
+func buildManager(dir string, plant bool) (string, error) {
+	name, args := "manager", []string{"build", "-o"}
+	if plant {
+		name, args = "manager-planted", append(args[:1], "-tags", "chaos_plant", "-o")
+	}
+	bin := filepath.Join(dir, name)
+	build := exec.Command("go", append(args, bin, "./cmd/manager")...)
+	build.Dir = testenv.Root()
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("building the manager: %w\n%s", err, out)
+	}
+	return bin, nil
+}
+
+// manager runs the manager binary as a Deployment would: restarted whenever it
+// exits (after a second, as a kubelet's first backoff), until stop.
+type manager struct {
+	bin     string
+	args    []string
+	env     []string
+	logPath string
+
+	mu       sync.Mutex
+	cmd      *exec.Cmd
+	stopped  bool
+	killed   bool
+	hold     time.Time // no restart before
+	exits    int       // exits the suite did not cause
+	finished chan struct{}
+}
+
+func (m *manager) start() {
+	m.finished = make(chan struct{})
+	go m.supervise()
+}
+
+func (m *manager) supervise() {
+	defer close(m.finished)
+	for {
+		m.mu.Lock()
+		if m.stopped {
+			m.mu.Unlock()
+			return
+		}
+		wait := time.Until(m.hold)
+		m.mu.Unlock()
+		if wait > 0 {
+			time.Sleep(wait)
+			continue
+		}
+		cmd, err := m.spawn()
+		if err != nil {
+			time.Sleep(time.Second)
+			continue
+		}
+		_ = cmd.Wait()
+		m.mu.Lock()
+		if !m.killed && !m.stopped {
+			m.exits++
+		}
+		m.killed = false
+		m.mu.Unlock()
+		time.Sleep(time.Second)
+	}
+}
+
+func (m *manager) spawn() (*exec.Cmd, error) {
+	logf, err := os.OpenFile(m.logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(m.bin, m.args...)
+	cmd.Env = append(os.Environ(), m.env...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.stopped {
+		_ = logf.Close()
+		return nil, fmt.Errorf("stopped")
+	}
+	if err := cmd.Start(); err != nil {
+		_ = logf.Close()
+		return nil, err
+	}
+	// Note: the child holds its own copy of the log's descriptor.
+	_ = logf.Close()
+	m.cmd = cmd
+	return cmd, nil
+}
+
+// kill sends SIGKILL: no cleanup of any kind runs. It comes back after down.
+func (m *manager) kill(down time.Duration) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.hold = time.Now().Add(down)
+	if m.cmd != nil && m.cmd.ProcessState == nil {
+		m.killed = true
+		_ = m.cmd.Process.Kill()
+	}
+}
+
+// stop sends SIGTERM, as a rollout does, and waits for the process to end.
+func (m *manager) stop() {
+	m.mu.Lock()
+	m.stopped = true
+	if m.cmd != nil && m.cmd.ProcessState == nil {
+		_ = m.cmd.Process.Signal(syscall.SIGTERM)
+	}
+	m.mu.Unlock()
+	select {
+	case <-m.finished:
+	case <-time.After(30 * time.Second):
+		m.mu.Lock()
+		_ = m.cmd.Process.Kill()
+		m.mu.Unlock()
+		<-m.finished
+	}
+}
+
+// panics returns the first panic the manager's log shows, if any.
+func (m *manager) panics() string {
+	b, _ := os.ReadFile(m.logPath)
+	s := string(b)
+	if i := strings.Index(s, "panic: "); i >= 0 {
+		return s[i:min(len(s), i+1500)]
+	}
+	return ""
+}
+
+// tail is the log's last n lines.
+func (m *manager) tail(n int) string {
+	b, _ := os.ReadFile(m.logPath)
+	lines := strings.Split(string(b), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}
+
+// plantEnv is the environment that plants bug in a chaos_plant build.
+func plantEnv(bug string) []string {
+	if bug == "" {
+		return nil
+	}
+	return []string{chaosplant.Env + "=" + bug}
+}
