@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -159,4 +160,28 @@ func (d *daemon) teardown() {
 	_ = os.RemoveAll(d.execRoot)
 	_ = os.Remove(d.socket)
 	_ = os.Remove(d.pidFile)
+}
+
+// removeStale removes what an earlier run killed outright left behind: the data
+// roots, exec roots and bridges of suite daemons whose dockerd no longer runs.
+func removeStale() {
+	roots, _ := filepath.Glob("/run/sbxc-*")
+	for _, root := range roots {
+		id := strings.TrimSuffix(strings.TrimSuffix(strings.TrimPrefix(root, "/run/sbxc-"), ".pid"), ".sock")
+		if running(id) {
+			continue
+		}
+		d := newDaemon(id, os.TempDir())
+		d.teardown()
+	}
+}
+
+// running says whether the dockerd of the suite daemon id runs.
+func running(id string) bool {
+	b, err := os.ReadFile("/run/sbxc-" + id + ".pid")
+	if err != nil {
+		return false
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	return err == nil && syscall.Kill(pid, 0) == nil
 }

@@ -147,10 +147,15 @@ func (m *manager) panics() string {
 	return ""
 }
 
-// tail is the log's last n lines.
+// tail is the log's last n lines, stack traces left out.
 func (m *manager) tail(n int) string {
 	b, _ := os.ReadFile(m.logPath)
-	lines := strings.Split(string(b), "\n")
+	var lines []string
+	for _, l := range strings.Split(string(b), "\n") {
+		if l != "" && !strings.HasPrefix(l, "\t") && !strings.HasPrefix(l, "sigs.k8s.io/") {
+			lines = append(lines, l)
+		}
+	}
 	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
 

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -35,7 +36,9 @@ func startPlane(dir string) (*plane, error) {
 		CRDDirectoryPaths:     []string{filepath.Join(testenv.Root(), "config", "crd", "bases")},
 		ErrorIfCRDPathMissing: true,
 	}
-	te.ControlPlane.APIServer = &envtest.APIServer{CertDir: certs}
+	// Note: a busy machine's API server can take more than envtest's default 20s
+	// to shut down.
+	te.ControlPlane.APIServer = &envtest.APIServer{CertDir: certs, StopTimeout: 2 * time.Minute, StartTimeout: 2 * time.Minute}
 	cfg, err := te.Start()
 	if err != nil {
 		return nil, fmt.Errorf("starting envtest from %s: %w", assets, err)

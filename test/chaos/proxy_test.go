@@ -2,6 +2,8 @@ package chaos
 
 import (
 	"context"
+	"io"
+	"log"
 	"maps"
 	"net"
 	"net/http"
@@ -48,7 +50,8 @@ func startProxy(socket, upstream string) (*proxy, error) {
 			return d.DialContext(ctx, "unix", upstream)
 		}},
 		FlushInterval: -1,
-		ErrorLog:      nil,
+		// Note: a request cut short by a fault is no news.
+		ErrorLog: log.New(io.Discard, "", 0),
 	}
 	p.srv = &http.Server{
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { p.serve(w, r, rp) }),

@@ -96,8 +96,12 @@ func (r *run) execute(ctx context.Context) []violation {
 	wg.Go(func() { r.sampler.run(runCtx, r.h, r.instance) })
 	defer func() { stop(); wg.Wait() }()
 
+	warm := &cycle{n: 0, fault: "none (warm-up)", start: time.Now()}
+	r.mu.Lock()
+	r.cycle = warm
+	r.mu.Unlock()
 	sleep(ctx, r.s.warmup)
-	r.check(ctx, &cycle{n: 0, fault: "none (warm-up)", start: time.Now()})
+	r.check(ctx, warm)
 	order := schedule(r.faultRand, r.s.faults, r.s.cycles)
 	for i, kind := range order {
 		if ctx.Err() != nil {
