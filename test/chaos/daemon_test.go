@@ -134,7 +134,7 @@ func (d *daemon) loadImages(refs []string) error {
 		if out, err := exec.Command("sh", "-c", save).CombinedOutput(); err == nil {
 			continue
 		} else if out2, err2 := exec.Command("docker", "-H", d.host(), "pull", "-q", ref).CombinedOutput(); err2 != nil {
-			return fmt.Errorf("image %s: save|load: %v: %s; pull: %v: %s", ref, err, out, err2, out2)
+			return fmt.Errorf("image %s: save|load: %w: %s; pull: %w: %s", ref, err, out, err2, out2)
 		}
 	}
 	return nil

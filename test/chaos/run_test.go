@@ -250,6 +250,9 @@ func topCalls(calls map[string]int) string {
 // teardown deletes what the run made while its manager still runs, then makes
 // sure nothing of the run is left (a planted bug may have left anything).
 func (r *run) teardown(ctx context.Context) {
+	if _, err := r.w.sandboxes(ctx); err != nil {
+		_ = r.h.plane.startAPIServer() // a run that ended inside a fault
+	}
 	_ = r.h.k8s.DeleteAllOf(ctx, &sandboxv1.Sandbox{}, client.InNamespace(r.w.ns))
 	deadline := time.Now().Add(90 * time.Second)
 	for time.Now().Before(deadline) {

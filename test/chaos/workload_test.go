@@ -184,18 +184,6 @@ func compareNames(a, b string) int {
 	return 0
 }
 
-// byUID returns the live record with this UID.
-func (w *workload) byUID(uid string) *record {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	for _, r := range w.live {
-		if string(r.uid) == uid {
-			return r
-		}
-	}
-	return nil
-}
-
 // sandboxes lists the namespace's Sandboxes by name.
 func (w *workload) sandboxes(ctx context.Context) (map[string]*sandboxv1.Sandbox, error) {
 	list := &sandboxv1.SandboxList{}
