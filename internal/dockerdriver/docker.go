@@ -209,6 +209,7 @@ func fromInspect(r container.InspectResponse) Container {
 		c.Privileged = h.Privileged
 		c.SecurityOpt = slices.Clone(h.SecurityOpt)
 		c.RestartPolicy = string(h.RestartPolicy.Name)
+		hardeningOf(h, &c)
 		for port, bindings := range h.PortBindings {
 			if len(bindings) > 0 {
 				c.PublishedPorts = append(c.PublishedPorts, port.String())

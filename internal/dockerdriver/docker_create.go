@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"path"
 	"regexp"
 	"slices"
+	"strings"
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/moby/moby/api/types/container"
@@ -16,6 +18,9 @@ import (
 
 // SecurityOptNoNewPrivileges is set on every container: no setuid escalation.
 const SecurityOptNoNewPrivileges = "no-new-privileges"
+
+// CapAll, dropped from every container: it keeps only ContainerSpec.CapAdd.
+const CapAll = "ALL"
 
 // validName is Docker's own rule for container names.
 var validName = regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9_.-]+$`)
@@ -36,11 +41,28 @@ func (s ContainerSpec) Validate() error {
 		problem = "negative resource limit"
 	case len(s.Aliases) > 0 && s.Network == "":
 		problem = "aliases need a user-defined network"
+	default:
+		problem = s.checkFiles()
 	}
 	if problem != "" {
 		return NewError("create", s.Name, ErrInvalid, errors.New(problem))
 	}
 	return nil
+}
+
+// checkFiles says what is wrong with Files ("": nothing).
+func (s ContainerSpec) checkFiles() string {
+	for _, f := range s.Files {
+		if !path.IsAbs(f.Path) || path.Clean(f.Path) != f.Path || f.Path == "/" {
+			return fmt.Sprintf("file path %q: want a clean absolute path", f.Path)
+		}
+		for mount := range s.Tmpfs {
+			if f.Path == mount || strings.HasPrefix(f.Path, strings.TrimSuffix(mount, "/")+"/") {
+				return fmt.Sprintf("file %s lies under the tmpfs mount %s, which would hide it", f.Path, mount)
+			}
+		}
+	}
+	return ""
 }
 
 // Owns reports whether c carries the ownership label value spec names.
@@ -116,16 +138,24 @@ func (d *Docker) createContainer(ctx context.Context, spec ContainerSpec) (Conta
 	return Container{}, NewError("create", spec.Name, ErrConflict, errors.New("the name keeps changing hands; try again"))
 }
 
-// start starts id and returns it inspected. If it fails and we created the
-// container in this call, the container is removed again (best effort).
+// start writes spec's files into id, starts it and returns it inspected. If
+// that fails and we created the container in this call, the container is
+// removed again (best effort). Note: an adopted container that was never
+// started gets its files again, since its creator may have died before
+// writing them.
 func (d *Docker) start(ctx context.Context, spec ContainerSpec, id string, created bool) (Container, error) {
-	if _, err := d.cli.ContainerStart(ctx, id, client.ContainerStartOptions{}); err != nil {
+	op, err := "copy files to", d.copyFiles(ctx, id, spec.Files)
+	if err == nil {
+		op = "start"
+		_, err = d.cli.ContainerStart(ctx, id, client.ContainerStartOptions{})
+	}
+	if err != nil {
 		if created {
 			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), d.opts.callTimeout)
 			_, _ = d.cli.ContainerRemove(rctx, id, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
 			cancel()
 		}
-		werr := wrap("start", spec.Name, err)
+		werr := wrap(op, spec.Name, err)
 		var e *Error
 		if errors.As(werr, &e) && !errors.Is(werr, ErrInvalid) && refusedAtStart(err) {
 			e.Kinds = append(e.Kinds, ErrInvalid)
@@ -152,10 +182,16 @@ func createOptions(spec ContainerSpec) client.ContainerCreateOptions {
 		RestartPolicy: container.RestartPolicy{Name: container.RestartPolicyDisabled},
 		Privileged:    false,
 		SecurityOpt:   []string{SecurityOptNoNewPrivileges},
+		CapDrop:       []string{CapAll},
+		CapAdd:        slices.Clone(spec.CapAdd),
+		LogConfig:     logConfig(spec.Log),
 		Tmpfs:         maps.Clone(spec.Tmpfs),
 		Resources: container.Resources{
 			Memory:   spec.MemoryBytes,
 			NanoCPUs: spec.NanoCPUs,
+			// Note: memory plus swap equal to memory is no swap; Docker's default
+			// (0) would allow as much swap again.
+			MemorySwap: spec.MemoryBytes,
 		},
 	}
 	if spec.PidsLimit > 0 {

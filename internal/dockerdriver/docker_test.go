@@ -78,12 +78,16 @@ func testKernelEnforcesSpec(t *testing.T, fx *drivertest.DockerFixture) {
 		NanoCPUs:    250_000_000,
 		PidsLimit:   32,
 		Tmpfs:       map[string]string{"/scratch": "rw,size=8m"},
+		CapAdd:      []string{"CHOWN"},
 	}
 	if _, err := d.CreateContainer(ctx, s); err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct{ cmd, want string }{
 		{"grep NoNewPrivs /proc/self/status", "NoNewPrivs:\t1"},
+		// Every capability dropped but CHOWN (bit 0), even for root.
+		{"grep CapEff /proc/self/status", "CapEff:\t0000000000000001"},
+		{"cat /sys/fs/cgroup/memory/memory.memsw.limit_in_bytes 2>/dev/null || cat /sys/fs/cgroup/memory.swap.max", "67108864"},
 		// cgroup v1 paths, as on Debian's Docker 20.10; v2 has memory.max etc.
 		{"cat /sys/fs/cgroup/memory/memory.limit_in_bytes 2>/dev/null || cat /sys/fs/cgroup/memory.max", "67108864"},
 		{"cat /sys/fs/cgroup/pids/pids.max 2>/dev/null || cat /sys/fs/cgroup/pids.max", "32"},

@@ -13,6 +13,7 @@ package dockerdriver
 
 import (
 	"context"
+	"fmt"
 	"time"
 )
 
@@ -144,6 +145,40 @@ type ContainerSpec struct {
 	// Aliases the DNS names the container gets on it (user networks only).
 	Network string
 	Aliases []string
+
+	// CapAdd are the only capabilities the container keeps: every other one is
+	// dropped (CapDrop ALL), e.g. CHOWN, SETUID and SETGID for an entrypoint that
+	// prepares its data directory as root and then drops to its own user.
+	CapAdd []string
+	// Files are written into the container after it is created and before it
+	// starts: the way secrets reach it, since docker inspect shows Env and Cmd to
+	// anyone who may use the Docker socket. Their contents are never logged.
+	Files []File
+	// Log bounds the container's log (json-file); zero values keep Docker's
+	// defaults, which let a chatty service fill the host's disk.
+	Log LogLimits
+}
+
+// File is one file of ContainerSpec.Files.
+type File struct {
+	// Path is absolute; missing parent directories are made (root, 0755). It must
+	// not lie under a tmpfs mount, which would hide it.
+	Path string
+	// Mode is the file's permission bits; the file belongs to root.
+	Mode    int64
+	Content []byte
+}
+
+// String never shows the content.
+func (f File) String() string {
+	return fmt.Sprintf("%s (%d bytes, mode %o)", f.Path, len(f.Content), f.Mode)
+}
+
+// LogLimits bounds a container's json-file log: MaxFiles files of at most
+// MaxSize each (Docker's size syntax, e.g. "10m").
+type LogLimits struct {
+	MaxSize  string
+	MaxFiles int
 }
 
 // State is a container's lifecycle state, as Docker names it.
@@ -183,12 +218,18 @@ type Container struct {
 	Mounts []Mount
 
 	// What the container was created with, as the daemon reports it.
-	Env           []string // KEY=value, including the image's
-	Cmd           []string
-	Tmpfs         map[string]string
-	MemoryBytes   int64
-	NanoCPUs      int64
-	PidsLimit     int64
+	Env         []string // KEY=value, including the image's
+	Cmd         []string
+	Tmpfs       map[string]string
+	MemoryBytes int64
+	NanoCPUs    int64
+	PidsLimit   int64
+	// MemorySwapBytes is memory plus swap (equal to MemoryBytes: no swap).
+	MemorySwapBytes int64
+	CapAdd, CapDrop []string
+	// LogDriver is the container's log driver; Log its json-file limits.
+	LogDriver     string
+	Log           LogLimits
 	Privileged    bool
 	SecurityOpt   []string
 	RestartPolicy string

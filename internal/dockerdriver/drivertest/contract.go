@@ -29,6 +29,7 @@ func RunContract(t *testing.T, newDriver NewDriver) {
 	}{
 		{"Ping", c.ping},
 		{"CreateReportsSpecInInspect", c.createReportsSpec},
+		{"CreateWritesFilesBeforeStart", c.createWritesFiles},
 		{"CreateIsIdempotent", c.createIdempotent},
 		{"CreateAdoptsAndStartsNotStarted", c.createAdoptsNotStarted},
 		{"CreateAdoptsExitedAsIs", c.createAdoptsExited},
@@ -188,6 +189,8 @@ func (c contract) createReportsSpec(t *testing.T) {
 	s.PidsLimit = 64
 	s.Network = net
 	s.Aliases = []string{"db-" + randomHex(4)}
+	s.CapAdd = []string{"CHOWN", "SETUID"}
+	s.Log = dd.LogLimits{MaxSize: "1m", MaxFiles: 2}
 
 	got := mustCreate(t, ctx, d, s)
 	check := func(where string, got dd.Container) {
@@ -222,6 +225,15 @@ func (c contract) createReportsSpec(t *testing.T) {
 			t.Errorf("%s: privileged %v securityOpt %v restart %q ports %v, want unprivileged, no-new-privileges, no restart, no ports",
 				where, got.Privileged, got.SecurityOpt, got.RestartPolicy, got.PublishedPorts)
 		}
+		if got.MemorySwapBytes != s.MemoryBytes {
+			t.Errorf("%s: memory+swap %d, want %d (no swap)", where, got.MemorySwapBytes, s.MemoryBytes)
+		}
+		if !slices.Equal(got.CapDrop, []string{dd.CapAll}) || !slices.Equal(got.CapAdd, s.CapAdd) {
+			t.Errorf("%s: capabilities dropped %v added %v, want %v and %v", where, got.CapDrop, got.CapAdd, []string{dd.CapAll}, s.CapAdd)
+		}
+		if got.LogDriver != dd.LogDriverJSONFile || got.Log != s.Log {
+			t.Errorf("%s: log %s %+v, want %s %+v", where, got.LogDriver, got.Log, dd.LogDriverJSONFile, s.Log)
+		}
 		ep, ok := got.Networks[net]
 		if !ok || ep.IPAddress == "" || !slices.Contains(ep.Aliases, s.Aliases[0]) {
 			t.Errorf("%s: networks %+v, want %s with an IP and alias %s", where, got.Networks, net, s.Aliases[0])
@@ -236,6 +248,37 @@ func (c contract) createReportsSpec(t *testing.T) {
 	byID, err := d.Inspect(ctx, got.ID)
 	if err != nil || byID.ID != got.ID {
 		t.Fatalf("Inspect(id) = %q, %v", byID.ID, err)
+	}
+}
+
+// createWritesFiles: a secret delivered as a file is there when the main
+// process starts (its first act is to print it), and shows nowhere in inspect.
+func (c contract) createWritesFiles(t *testing.T) {
+	d, env, ctx := c.setup(t, Config{})
+	secret := "s3cret-" + randomHex(8)
+	files := []dd.File{
+		{Path: "/run/sdt/secret.conf", Mode: 0o444, Content: []byte("requirepass " + secret + "\n")},
+		{Path: "/etc/sdt-other", Mode: 0o400, Content: []byte("other\n")},
+	}
+	for _, started := range []bool{true, false} {
+		s := spec(env, "files", Script{Cat: []string{files[0].Path, files[1].Path}, Sleep: Forever})
+		s.Files = files
+		if !started {
+			env.CreateNotStarted(t, s) // as a creator that died before writing the files leaves it
+		}
+		got := mustCreate(t, ctx, d, s)
+		var logs string
+		eventually(t, 15*time.Second, "the files in the log", func() (bool, string) {
+			logs, _ = d.LogsTail(ctx, s.Name, 10)
+			return logs == "requirepass "+secret+"\nother\n", logs
+		})
+		if inspected := fmt.Sprint(got.Env, got.Cmd, got.Labels); strings.Contains(inspected, secret) {
+			t.Errorf("inspect shows the file's secret: %s", inspected)
+		}
+		r, err := d.Exec(ctx, s.Name, dd.ExecSpec{Cmd: env.Command(Script{Cat: []string{files[0].Path}})})
+		if err != nil || r.Stdout != string(files[0].Content) {
+			t.Errorf("exec cat = %+v, %v; want the file", r, err)
+		}
 	}
 }
 
@@ -326,6 +369,10 @@ func (c contract) createValidates(t *testing.T) {
 		"no owner label":    func(s *dd.ContainerSpec) { s.OwnerLabel = "" },
 		"owner label unset": func(s *dd.ContainerSpec) { delete(s.Labels, OwnerLabel) },
 		"no image":          func(s *dd.ContainerSpec) { s.Image = "" },
+		"relative file":     func(s *dd.ContainerSpec) { s.Files = []dd.File{{Path: "etc/x"}} },
+		"file under a tmpfs": func(s *dd.ContainerSpec) {
+			s.Tmpfs, s.Files = map[string]string{"/data": ""}, []dd.File{{Path: "/data/x"}}
+		},
 	} {
 		s := spec(env, "invalid", Script{Sleep: Forever})
 		mutate(&s)

@@ -82,6 +82,8 @@ type Script struct {
 	FillStdout int
 	// EchoEnv then writes, for each name, the variable's value as a line.
 	EchoEnv []string
+	// Cat then writes the content of each file.
+	Cat []string
 	// Sleep then waits this long (Forever: until stopped, exiting 143 on SIGTERM).
 	Sleep time.Duration
 	// Exit is the exit code.
@@ -107,6 +109,9 @@ func ShellCommand(s Script) []string {
 	}
 	for _, name := range s.EchoEnv {
 		parts = append(parts, fmt.Sprintf(`printf '%%s\n' "$%s"`, name))
+	}
+	for _, path := range s.Cat {
+		parts = append(parts, "cat "+shellQuote(path))
 	}
 	switch {
 	case s.Sleep == Forever:

@@ -22,6 +22,8 @@ type ctr struct {
 	// earlier run does nothing.
 	gen  int
 	logs []string // lines, each ending in "\n"
+	// files were written into the container before its first start.
+	files map[string][]byte
 }
 
 func (c *ctr) snapshot() dd.Container {
@@ -31,6 +33,7 @@ func (c *ctr) snapshot() dd.Container {
 	out.Cmd = slices.Clone(c.c.Cmd)
 	out.Tmpfs = maps.Clone(c.c.Tmpfs)
 	out.SecurityOpt = slices.Clone(c.c.SecurityOpt)
+	out.CapAdd, out.CapDrop = slices.Clone(c.c.CapAdd), slices.Clone(c.c.CapDrop)
 	out.Mounts = slices.Clone(c.c.Mounts)
 	out.Networks = make(map[string]dd.Endpoint, len(c.c.Networks))
 	for k, v := range c.c.Networks {
@@ -97,6 +100,7 @@ func (f *Driver) CreateContainer(ctx context.Context, spec dd.ContainerSpec) (dd
 			}
 		}
 		if existing.c.State == dd.StateCreated {
+			existing.write(spec.Files)
 			f.start(existing)
 		}
 		return existing.snapshot(), nil
@@ -109,6 +113,7 @@ func (f *Driver) CreateContainer(ctx context.Context, spec dd.ContainerSpec) (dd
 		f.destroy(c) // as the real driver removes what it made and could not start
 		return dd.Container{}, err
 	}
+	c.write(spec.Files)
 	f.start(c)
 	return c.snapshot(), nil
 }
@@ -126,6 +131,17 @@ func (f *Driver) startFailure(c *ctr) error {
 		return faultError("start", c.c.Name, ft.Err)
 	}
 	return nil
+}
+
+// write puts files into the container, as the real driver does between
+// create and start.
+func (c *ctr) write(files []dd.File) {
+	if c.files == nil {
+		c.files = map[string][]byte{}
+	}
+	for _, file := range files {
+		c.files[file.Path] = slices.Clone(file.Content)
+	}
 }
 
 func (f *Driver) resolveName(name string) *ctr {
@@ -176,6 +192,13 @@ func (f *Driver) create(spec dd.ContainerSpec) (*ctr, error) {
 		PidsLimit:     spec.PidsLimit,
 		SecurityOpt:   []string{dd.SecurityOptNoNewPrivileges},
 		RestartPolicy: "no",
+		// As the real driver makes it: no swap, every capability dropped but
+		// CapAdd, a bounded json-file log.
+		MemorySwapBytes: spec.MemoryBytes,
+		CapDrop:         []string{dd.CapAll},
+		CapAdd:          slices.Clone(spec.CapAdd),
+		LogDriver:       dd.LogDriverJSONFile,
+		Log:             spec.Log,
 	}}
 	c.script, c.scripted = parseScript(spec.Cmd)
 	for _, path := range img.Volumes {
@@ -208,7 +231,7 @@ func (f *Driver) start(c *ctr) {
 	if !c.scripted {
 		return
 	}
-	stdout, stderr := c.script.output(c.c.Env)
+	stdout, stderr := c.script.output(c.c.Env, c.files)
 	c.logs = append(c.logs, lines(stdout)...)
 	c.logs = append(c.logs, lines(stderr)...)
 	switch s := c.script.Sleep; {
@@ -411,6 +434,7 @@ func (f *Driver) Exec(ctx context.Context, nameOrID string, spec dd.ExecSpec) (d
 	}
 	rule := f.matchExec(c)
 	env := append(slices.Clone(c.c.Env), dd.ContainerSpec{Env: spec.Env}.EnvList()...)
+	files := maps.Clone(c.files)
 	f.mu.Unlock()
 
 	var res dd.ExecResult
@@ -420,7 +444,7 @@ func (f *Driver) Exec(ctx context.Context, nameOrID string, spec dd.ExecSpec) (d
 	case rule != nil:
 		res, hang = rule.Result, rule.Hang
 	case ok:
-		res.Stdout, res.Stderr = s.output(env)
+		res.Stdout, res.Stderr = s.output(env, files)
 		res.ExitCode = s.Exit
 		runFor = s.Sleep
 		hang = s.Sleep == Forever || s.Sleep > timeout
@@ -512,6 +536,7 @@ func (f *Driver) SeedContainer(spec dd.ContainerSpec, start bool) (dd.Container,
 	if err != nil {
 		return dd.Container{}, err
 	}
+	c.write(spec.Files)
 	if start {
 		f.start(c)
 	}

@@ -17,6 +17,7 @@ type Script struct {
 	Stderr     []string
 	FillStdout int
 	EchoEnv    []string
+	Cat        []string
 	Sleep      time.Duration
 	Exit       int
 }
@@ -38,8 +39,9 @@ func parseScript(cmd []string) (Script, bool) {
 	return s, true
 }
 
-// output renders what the script writes, given its environment (KEY=value).
-func (s Script) output(env []string) (stdout, stderr string) {
+// output renders what the script writes, given its environment (KEY=value)
+// and the files written into its container.
+func (s Script) output(env []string, files map[string][]byte) (stdout, stderr string) {
 	var out, errb strings.Builder
 	for _, l := range s.Stdout {
 		out.WriteString(l + "\n")
@@ -53,6 +55,13 @@ func (s Script) output(env []string) (stdout, stderr string) {
 	}
 	for _, name := range s.EchoEnv {
 		out.WriteString(lookupEnv(env, name) + "\n")
+	}
+	for _, path := range s.Cat {
+		content, ok := files[path]
+		if !ok {
+			errb.WriteString("cat: can't open '" + path + "': No such file or directory\n")
+		}
+		out.Write(content)
 	}
 	return out.String(), errb.String()
 }
