@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
 	"github.com/roboco-sandbox/sandbox-controller/internal/engine"
 	"github.com/roboco-sandbox/sandbox-controller/internal/host"
 )
@@ -65,6 +66,9 @@ type Options struct {
 	DefaultCPU, MaxCPU       resource.Quantity
 	// ProbeDeadlines overrides engines' readiness deadlines, by engine name (slow hosts).
 	ProbeDeadlines map[string]time.Duration
+	// UpdateStrategy is when a running container behind the operator's settings
+	// is replaced, for a Sandbox that sets no spec.updateStrategy.
+	UpdateStrategy sandboxv1.UpdateStrategyType
 }
 
 // DefaultOptions are the manager's defaults.
@@ -80,6 +84,8 @@ func DefaultOptions() Options {
 		MaxMemory:     resource.MustParse("4Gi"),
 		DefaultCPU:    resource.MustParse("1"),
 		MaxCPU:        resource.MustParse("4"),
+		// Note: the operator's changes never wipe a running sandbox's data unless asked.
+		UpdateStrategy: sandboxv1.UpdateOnDelete,
 	}
 }
 
@@ -122,6 +128,9 @@ func (o Options) Validate() error {
 	}
 	o.validateNetworks(bad)
 	o.validateResources(bad)
+	if o.UpdateStrategy != sandboxv1.UpdateOnDelete && o.UpdateStrategy != sandboxv1.UpdateRollingUpdate {
+		bad("--update-strategy %q: want %s or %s", o.UpdateStrategy, sandboxv1.UpdateOnDelete, sandboxv1.UpdateRollingUpdate)
+	}
 	return errors.Join(errs...)
 }
 
@@ -241,6 +250,15 @@ func (o Options) probeDeadline(e engine.Engine) time.Duration {
 		return d
 	}
 	return e.ProbeDeadline()
+}
+
+// rollsOut says whether sb's containers behind the operator's settings are replaced.
+func (o Options) rollsOut(sb *sandboxv1.Sandbox) bool {
+	strategy := sb.Spec.UpdateStrategy
+	if strategy == "" {
+		strategy = o.UpdateStrategy
+	}
+	return strategy == sandboxv1.UpdateRollingUpdate
 }
 
 // ownerContainer is the owner container name a Sandbox gets by default.

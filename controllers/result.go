@@ -27,6 +27,8 @@ func okPart(reason string) part { return part{ok: true, reason: reason} }
 type serviceResult struct {
 	status                     sandboxv1.ServiceStatus
 	images, containers, probes part
+	// upToDate says whether the container was made with the operator's current settings.
+	upToDate part
 	// stalled: no retry can fix this without a change to the spec or the host.
 	stalled bool
 	// requeue is when the service wants another look (0: only on events and resync).
@@ -63,11 +65,23 @@ func (res serviceResult) redacted(password string) serviceResult {
 	res.images.message = hide(res.images.message)
 	res.containers.message = hide(res.containers.message)
 	res.probes.message = hide(res.probes.message)
+	res.upToDate.message = hide(res.upToDate.message)
 	res.events = slices.Clone(res.events)
 	for i := range res.events {
 		res.events[i].message = hide(res.events[i].message)
 	}
 	return res
+}
+
+// behind records that the kept container differs from the operator's current
+// settings (why; "" when it does not).
+func (res *serviceResult) behind(why string) {
+	res.status.Outdated = why != ""
+	res.upToDate = okPart(sandboxv1.ReasonUpToDate)
+	if why != "" {
+		res.upToDate = part{reason: sandboxv1.ReasonOutdated, message: "made with earlier operator settings (" + why +
+			"); kept with its data until a rollout (spec.updateStrategy: RollingUpdate) replaces it"}
+	}
 }
 
 func (res serviceResult) stall() serviceResult {

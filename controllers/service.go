@@ -38,6 +38,9 @@ func (r *SandboxReconciler) reconcileService(ctx context.Context, w serviceWork,
 		res.event(sandboxv1.EventUpdated, fmt.Sprintf("%s: replacing container %s to apply the new spec (%s)", w.svc.Engine.Name(), c.Name, c.Why))
 	}
 	res.status.Restarts = max(res.status.Restarts, obs.Restarts)
+	if obs, err = r.rollOut(ctx, w, obs, &res); err != nil {
+		return res.dockerFailed(err, "rolling out "+w.svc.Container.Name)
+	}
 	switch obs.Phase {
 	case host.Stopped:
 		return r.recreateStopped(ctx, w, obs.Stopped, res)
@@ -56,18 +59,36 @@ func (r *SandboxReconciler) reconcileService(ctx context.Context, w serviceWork,
 	if settled(w, obs.Current.ID) {
 		res.status = w.prev
 		res.containers, res.probes = okPart(sandboxv1.ReasonRunning), okPart(sandboxv1.ReasonReady)
+		res.behind(obs.Behind)
 		return res
 	}
 	c, err := r.host.Inspect(ctx, obs.Current.ID)
 	if err != nil {
 		return res.dockerFailed(ctx, err, "inspecting "+obs.Current.Name)
 	}
+	res.behind(obs.Behind)
 	return r.serviceRunning(ctx, w, c, res)
+}
+
+// rollOut replaces a running container behind the operator's settings when the
+// Sandbox's update strategy asks for it; otherwise it is kept, with its data,
+// and reported behind. A rollout is no restart.
+func (r *SandboxReconciler) rollOut(ctx context.Context, w serviceWork, obs host.Observation, res *serviceResult) (host.Observation, error) {
+	if obs.Behind == "" || obs.Current == nil || obs.Phase == host.Stopped || !r.Options.rollsOut(w.sb) {
+		return obs, nil
+	}
+	if err := r.host.Remove(ctx, obs.Current.ID); err != nil {
+		return obs, err
+	}
+	res.event(sandboxv1.EventRolledOut, fmt.Sprintf("%s: replacing container %s, made with earlier operator settings (%s); its data goes",
+		w.svc.Engine.Name(), obs.Current.Name, obs.Behind))
+	obs.Current, obs.Behind, obs.Phase = nil, "", host.Absent
+	return obs, nil
 }
 
 func newServiceResult(w serviceWork) serviceResult {
 	e := w.svc.Engine
-	return serviceResult{images: okPart(sandboxv1.ReasonPresent), status: sandboxv1.ServiceStatus{
+	return serviceResult{images: okPart(sandboxv1.ReasonPresent), upToDate: okPart(sandboxv1.ReasonUpToDate), status: sandboxv1.ServiceStatus{
 		Engine:        sandboxv1.Engine(e.Name()),
 		ContainerName: w.svc.Container.Name,
 		Image:         w.svc.Image(),

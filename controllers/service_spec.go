@@ -3,6 +3,8 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -37,8 +39,12 @@ func (r *SandboxReconciler) resolveService(ctx context.Context, sb *sandboxv1.Sa
 	spec := r.containerSpec(sb, e, password, features, network)
 	spec.MemoryBytes, spec.NanoCPUs = memory, cpu
 	spec.Labels[host.LabelConfigHash] = host.Fingerprint(spec)
+	chosen := host.Chosen{Network: sb.Spec.Network != ""}
+	if res := svc.Resources; res != nil {
+		chosen.Memory, chosen.CPU = res.Memory != nil, res.CPU != nil
+	}
 	return host.Service{Engine: e, Features: features, Network: network, Password: password,
-		ProbeDeadline: r.Options.probeDeadline(e), Container: spec}, nil
+		ProbeDeadline: r.Options.probeDeadline(e), Container: spec, Chosen: chosen, Images: r.Options.imagesFor(e)}, nil
 }
 
 // limits are the service's memory (bytes) and CPU (nano-CPUs) after the operator's
@@ -76,9 +82,17 @@ func (r *SandboxReconciler) checkCPU(ctx context.Context, e engine.Engine, cpu r
 	return nil
 }
 
+// Container logs are bounded: a chatty service must not fill the host's disk.
+var containerLog = dd.LogLimits{MaxSize: "10m", MaxFiles: 2}
+
+// secretMode makes a secret file readable by the image's own user (the
+// entrypoint reads it after dropping root), as Docker's own secrets are.
+const secretMode = 0o444
+
 // containerSpec is the service's container without limits and fingerprint.
 func (r *SandboxReconciler) containerSpec(sb *sandboxv1.Sandbox, e engine.Engine, password string, features []string, network string) dd.ContainerSpec {
 	name := engine.ContainerName(e, sb.Spec.AgentID)
+	made := e.Container(password, features)
 	spec := dd.ContainerSpec{
 		Name:  name,
 		Image: r.Options.imagesFor(e).For(features),
@@ -90,13 +104,21 @@ func (r *SandboxReconciler) containerSpec(sb *sandboxv1.Sandbox, e engine.Engine
 			host.LabelUID:       string(sb.UID),
 			host.LabelEngine:    e.Name(),
 			host.LabelInstance:  r.Options.Instance,
+			// Note: what Docker's record cannot show (the password is in a file).
+			host.LabelCredentials: host.CredentialsHash(password),
+			host.LabelFeatures:    host.FeaturesLabel(features),
 		},
 		OwnerLabel: host.LabelUID,
-		Env:        e.Env(password),
-		Cmd:        e.Command(password, features),
-		Tmpfs:      e.Tmpfs(),
+		Env:        made.Env,
+		Cmd:        made.Cmd,
+		Tmpfs:      made.Tmpfs,
+		CapAdd:     made.CapAdd,
+		Log:        containerLog,
 		PidsLimit:  r.Options.PidsLimit,
 		Network:    network,
+	}
+	for _, path := range slices.Sorted(maps.Keys(made.Secrets)) {
+		spec.Files = append(spec.Files, dd.File{Path: path, Mode: secretMode, Content: []byte(made.Secrets[path])})
 	}
 	if network != "" {
 		spec.Aliases = []string{name}

@@ -115,11 +115,11 @@ func (s *engineSim) Exec(ctx context.Context, id string, spec dd.ExecSpec) (dd.E
 	}
 	switch spec.Cmd[0] {
 	case "psql":
-		return s.psql(c, env, spec), nil
+		return s.psql(c, s.secret(c, env["POSTGRES_PASSWORD_FILE"]), spec), nil
 	case "redis-cli":
-		return redisCLI(c, spec), nil
+		return redisCLI(c, s.redisPassword(c), spec), nil
 	case "bash": // mongo: a port check, then mongosh
-		pw := env["MONGO_INITDB_ROOT_PASSWORD"]
+		pw := s.secret(c, env["MONGO_INITDB_ROOT_PASSWORD_FILE"])
 		if pw == "" || !strings.Contains(spec.Env["SANDBOX_PROBE_URI"], ":"+pw+"@") {
 			return denied, nil
 		}
@@ -130,14 +130,29 @@ func (s *engineSim) Exec(ctx context.Context, id string, spec dd.ExecSpec) (dd.E
 
 var denied = dd.ExecResult{ExitCode: 2, Stderr: "authentication failed"}
 
+// secret reads a password file written into c, as the images' *_FILE variables do.
+func (s *engineSim) secret(c dd.Container, path string) string {
+	content, _ := s.File(c.ID, path)
+	return string(content)
+}
+
+// redisPassword is the requirepass of the configuration file c was started with.
+func (s *engineSim) redisPassword(c dd.Container) string {
+	if len(c.Cmd) < 2 || !strings.HasSuffix(c.Cmd[1], ".conf") {
+		return ""
+	}
+	pw, _ := strings.CutPrefix(strings.TrimSpace(s.secret(c, c.Cmd[1])), "requirepass ")
+	return pw
+}
+
 // psql answers the probe, CREATE EXTENSION and the extension list for c.
-func (s *engineSim) psql(c dd.Container, env map[string]string, spec dd.ExecSpec) dd.ExecResult {
+func (s *engineSim) psql(c dd.Container, password string, spec dd.ExecSpec) dd.ExecResult {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.leak {
 		return dd.ExecResult{ExitCode: 2, Stderr: "FATAL: odd tool quoting its password " + spec.Env["PGPASSWORD"]}
 	}
-	if spec.Env["PGPASSWORD"] != env["POSTGRES_PASSWORD"] || env["POSTGRES_PASSWORD"] == "" {
+	if spec.Env["PGPASSWORD"] != password || password == "" {
 		return denied
 	}
 	sql := spec.Cmd[len(spec.Cmd)-1]
@@ -160,10 +175,9 @@ func (s *engineSim) psql(c dd.Container, env map[string]string, spec dd.ExecSpec
 	return dd.ExecResult{}
 }
 
-// redisCLI answers the probe and MODULE LIST for c, checking --requirepass.
-func redisCLI(c dd.Container, spec dd.ExecSpec) dd.ExecResult {
-	i := slices.Index(c.Cmd, "--requirepass")
-	if i < 0 || i+1 >= len(c.Cmd) || spec.Env["REDISCLI_AUTH"] != c.Cmd[i+1] {
+// redisCLI answers the probe and MODULE LIST for c, checking the password.
+func redisCLI(c dd.Container, password string, spec dd.ExecSpec) dd.ExecResult {
+	if password == "" || spec.Env["REDISCLI_AUTH"] != password {
 		return dd.ExecResult{Stdout: "NOAUTH Authentication required.\n"}
 	}
 	if strings.Join(spec.Cmd[len(spec.Cmd)-2:], " ") != "MODULE LIST" {

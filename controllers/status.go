@@ -64,6 +64,7 @@ func summarize(sb *sandboxv1.Sandbox, results []serviceResult) {
 	merge(sb, sandboxv1.ConditionImagesReady, sandboxv1.ReasonPresent, results, func(r serviceResult) part { return r.images })
 	merge(sb, sandboxv1.ConditionContainersRunning, sandboxv1.ReasonRunning, results, func(r serviceResult) part { return r.containers })
 	merge(sb, sandboxv1.ConditionServicesReady, sandboxv1.ReasonReady, results, func(r serviceResult) part { return r.probes })
+	merge(sb, sandboxv1.ConditionUpToDate, sandboxv1.ReasonUpToDate, results, func(r serviceResult) part { return r.upToDate })
 
 	stalled := false
 	for _, res := range results {

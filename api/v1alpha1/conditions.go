@@ -12,6 +12,9 @@ const (
 	ConditionServicesReady = "ServicesReady"
 	// ConditionOwnerAlive is true while the owner container runs.
 	ConditionOwnerAlive = "OwnerAlive"
+	// ConditionUpToDate is true when every service container was made with the
+	// operator's current settings; false while one is kept behind them (OnDelete).
+	ConditionUpToDate = "UpToDate"
 	// ConditionReconciling is kstatus' abnormal-true condition: work is in progress.
 	ConditionReconciling = "Reconciling"
 	// ConditionStalled is kstatus' abnormal-true condition: no retry can make progress.
@@ -65,6 +68,15 @@ const (
 	ReasonProbeTimeout = "ProbeTimeout"
 	// ReasonFeatureVerifyFailed: a requested feature is missing after activation.
 	ReasonFeatureVerifyFailed = "FeatureVerifyFailed"
+)
+
+// Reasons of the UpToDate condition.
+const (
+	// ReasonUpToDate: every container was made with the operator's current settings.
+	ReasonUpToDate = "UpToDate"
+	// ReasonOutdated: a container runs with earlier operator settings; the message
+	// says which and how to roll it out.
+	ReasonOutdated = "Outdated"
 )
 
 // Reasons of the OwnerAlive condition.

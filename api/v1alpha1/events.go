@@ -8,6 +8,9 @@ const (
 	EventProvisioned = "Provisioned"
 	// EventUpdated (Normal): a container made for an earlier spec is replaced.
 	EventUpdated = "Updated"
+	// EventRolledOut (Normal): a container made with earlier operator settings is
+	// replaced by a rollout (updateStrategy RollingUpdate); its data goes.
+	EventRolledOut = "RolledOut"
 	// EventRecreated (Normal): a container that exited or vanished is made again
 	// with the same credentials.
 	EventRecreated = "Recreated"

@@ -73,7 +73,28 @@ type SandboxSpec struct {
 	// +kubebuilder:validation:MaxLength=32
 	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]+([.][0-9]+)?(ns|us|ms|s|m|h))+$') && duration(self) > duration('0s')",message="ttl must be a positive duration such as 90s, 30m or 4h"
 	TTL *metav1.Duration `json:"ttl,omitempty"`
+
+	// updateStrategy says when a running service container made with settings the
+	// operator has since changed (images, default limits, hardening) is replaced:
+	// OnDelete keeps it, with its data, until it is removed; RollingUpdate
+	// replaces it, and its data goes. Changes of this spec (features, the
+	// resources and network it sets) and of the credentials always replace it.
+	// Default: the manager's --update-strategy.
+	// +optional
+	UpdateStrategy UpdateStrategyType `json:"updateStrategy,omitempty"`
 }
+
+// UpdateStrategyType is OnDelete or RollingUpdate, as a StatefulSet's.
+// +kubebuilder:validation:Enum=OnDelete;RollingUpdate
+type UpdateStrategyType string
+
+const (
+	// UpdateOnDelete: the operator's changes apply to new containers; a running one
+	// is kept until it is removed.
+	UpdateOnDelete UpdateStrategyType = "OnDelete"
+	// UpdateRollingUpdate: a container behind the operator's settings is replaced.
+	UpdateRollingUpdate UpdateStrategyType = "RollingUpdate"
+)
 
 // OwnerSpec names the owner container and how long it may be gone.
 type OwnerSpec struct {
@@ -211,6 +232,11 @@ type ServiceStatus struct {
 	// restarts counts how often the container was recreated after it died or vanished.
 	// +optional
 	Restarts int32 `json:"restarts,omitempty"`
+	// outdated is true while the container runs with settings the operator has
+	// since changed: it is kept, with its data, until a rollout replaces it (see
+	// spec.updateStrategy); the UpToDate condition says how it differs.
+	// +optional
+	Outdated bool `json:"outdated,omitempty"`
 }
 
 // Sandbox is a set of throwaway database services for one AI coding agent,

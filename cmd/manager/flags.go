@@ -175,6 +175,10 @@ func (f *flags) addDefaultsFlags(s *settings) {
 			"legacy containers whose owner container is gone, once older than the grace period.")
 	fs.DurationVar(&o.SweepInterval, "sweep-interval", o.SweepInterval,
 		"How often the orphan sweep runs (±10% jitter); Docker events and Sandbox deletions trigger it in between.")
+	fs.StringVar((*string)(&o.UpdateStrategy), "update-strategy", string(o.UpdateStrategy),
+		"When a running service container made with settings you have since changed (images, default limits, --pids-limit, "+
+			"how containers are made) is replaced, for Sandboxes that set no spec.updateStrategy: OnDelete keeps it, with its data, "+
+			"until it is removed; RollingUpdate replaces it (its data goes). Spec and credential changes always replace it.")
 	fs.Var(&probeDeadlinesValue{m: &o.ProbeDeadlines}, "probe-deadline",
 		"How long a service may take to answer its readiness probe after start, as engine=duration pairs separated by commas "+
 			"(e.g. postgres=120s,mongo=90s), for slow hosts. Engines not listed keep their own: "+engineDeadlines()+".")

@@ -32,6 +32,7 @@ func TestEachRuleOnce(t *testing.T) {
 		{[]string{"--allowed-networks=team-a,bridge"}, `--allowed-networks: "bridge" cannot be allowed`},
 		{[]string{"--default-cpu=2", "--max-cpu=1"}, "--default-cpu 2 exceeds --max-cpu 1"},
 		{[]string{"--pids-limit=0"}, "--pids-limit must be at least 1, not 0"},
+		{[]string{"--update-strategy=Always"}, `--update-strategy "Always": want OnDelete or RollingUpdate`},
 		{[]string{"--stop-timeout=0s"}, "--stop-timeout must be a positive duration"},
 		{[]string{"--resync-period=-1m"}, "--resync-period must be a positive duration"},
 		{[]string{"--grace-period=0s"}, "--grace-period must be a positive duration"},

@@ -30,10 +30,9 @@ type Engine interface {
 	Tmpfs() map[string]string
 	// Features is the allowlist of features this engine can activate.
 	Features() []string
-	// Env is the container environment for a service with this password.
-	Env(password string) map[string]string
-	// Command is the container command (nil keeps the image's) for this password and features.
-	Command(password string, features []string) []string
+	// Container is how the engine's container is made for this password and
+	// these features.
+	Container(password string, features []string) Container
 	// Probe is the readiness check, run inside the container against addr, the
 	// container's own non-loopback address on its network.
 	Probe(password, addr string) Step
@@ -64,6 +63,31 @@ func (i Images) For(features []string) string {
 	}
 	return i.Default
 }
+
+// Container is how an engine's container is made, apart from what the operator
+// and the Sandbox decide (image, limits, network).
+type Container struct {
+	// Env is the environment; it never holds a password (docker inspect shows it).
+	Env map[string]string
+	// Cmd is the command (nil keeps the image's); it never holds a password.
+	Cmd []string
+	// Tmpfs maps in-container paths to tmpfs mount options.
+	Tmpfs map[string]string
+	// Secrets are files (path → content) written into the container before it
+	// starts: the way the password reaches the image's entrypoint. The upstream
+	// images read them through their *_FILE variables or a config file.
+	Secrets map[string]string
+	// CapAdd are the capabilities the image's entrypoint needs (it prepares its
+	// data directory as root, then drops to its own user); every other one is dropped.
+	CapAdd []string
+}
+
+// SecretsDir is where Secrets live, as Docker's own secrets do (/run/secrets).
+const SecretsDir = "/run/secrets/"
+
+// Capabilities an entrypoint needs to chown its data directory and switch to its
+// user (gosu, su-exec, setpriv).
+var dropToUserCaps = []string{"CHOWN", "SETGID", "SETUID"}
 
 // Step is one command run inside a service container.
 type Step struct {

@@ -1,6 +1,7 @@
 package engine_test
 
 import (
+	"fmt"
 	"os"
 	"regexp"
 	"slices"
@@ -241,6 +242,39 @@ func TestProbesKeepPasswordsOutOfArgvAndUseTheContainerAddress(t *testing.T) {
 	}
 }
 
+// TestNoPasswordInEnvOrCommand: docker inspect shows a container's Env and Cmd
+// to anyone who may use the Docker socket; the password reaches the entrypoint
+// in a file written before start.
+func TestNoPasswordInEnvOrCommand(t *testing.T) {
+	const password = "s3cr3t-pw-0123456789"
+	for _, e := range engine.All() {
+		t.Run(e.Name(), func(t *testing.T) {
+			c := e.Container(password, e.Features())
+			shown := fmt.Sprint(c.Env, c.Cmd)
+			if strings.Contains(shown, password) {
+				t.Errorf("env or command carries the password: %s", shown)
+			}
+			delivered := false
+			for path, content := range c.Secrets {
+				if !strings.HasPrefix(path, engine.SecretsDir) {
+					t.Errorf("secret %s outside %s", path, engine.SecretsDir)
+				}
+				delivered = delivered || strings.Contains(content, password)
+				// The entrypoint finds it through a *_FILE variable or the command.
+				if !strings.Contains(shown, path) {
+					t.Errorf("secret %s is named by neither env nor command: %s", path, shown)
+				}
+			}
+			if !delivered {
+				t.Errorf("no secret file holds the password: %v", c.Secrets)
+			}
+			if !slices.IsSorted(c.CapAdd) || slices.Contains(c.CapAdd, "ALL") || len(c.CapAdd) == 0 {
+				t.Errorf("capabilities %v: want a sorted, minimal list", c.CapAdd)
+			}
+		})
+	}
+}
+
 func TestFeatureStatementsUseAllowlistedNamesOnly(t *testing.T) {
 	hostile := []string{"plpython3u", `vector"; DROP TABLE x; --`, "VECTOR", "search ../../evil.so", ""}
 	for _, e := range engine.All() {
@@ -252,7 +286,7 @@ func TestFeatureStatementsUseAllowlistedNamesOnly(t *testing.T) {
 				} else if !strings.Contains(err.Error(), "allowed:") {
 					t.Errorf("error %q does not name what is allowed", err)
 				}
-				if cmd := strings.Join(e.Command("pw", []string{f}), " "); f != "" && strings.Contains(cmd, f) {
+				if cmd := strings.Join(e.Container("pw", []string{f}).Cmd, " "); f != "" && strings.Contains(cmd, f) {
 					t.Errorf("command carries unallowlisted %q: %s", f, cmd)
 				}
 			}

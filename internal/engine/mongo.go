@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"slices"
 	"net"
 	"net/url"
 	"strconv"
@@ -27,10 +28,18 @@ func (mongo) Tmpfs() map[string]string {
 	return map[string]string{"/data/db": "", "/data/configdb": ""}
 }
 func (mongo) Features() []string { return nil }
-func (mongo) Env(password string) map[string]string {
-	return map[string]string{"MONGO_INITDB_ROOT_USERNAME": mongoUser, "MONGO_INITDB_ROOT_PASSWORD": password}
+
+// mongoPasswordFile holds the password; MONGO_INITDB_ROOT_PASSWORD_FILE points the entrypoint at it.
+const mongoPasswordFile = SecretsDir + "mongo-password"
+
+func (m mongo) Container(password string, _ []string) Container {
+	return Container{
+		Env:     map[string]string{"MONGO_INITDB_ROOT_USERNAME": mongoUser, "MONGO_INITDB_ROOT_PASSWORD_FILE": mongoPasswordFile},
+		Tmpfs:   m.Tmpfs(),
+		Secrets: map[string]string{mongoPasswordFile: password},
+		CapAdd:  slices.Clone(dropToUserCaps),
+	}
 }
-func (mongo) Command(string, []string) []string { return nil }
 
 // Probe authenticates and pings over TCP on the container's own address. Note: the
 // image's init phase runs a temporary mongod bound to 127.0.0.1 only, so this cannot

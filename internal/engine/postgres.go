@@ -36,10 +36,20 @@ func (postgres) Tmpfs() map[string]string {
 func (postgres) Features() []string {
 	return []string{"vector", "postgis", "pg_trgm", "citext", "uuid-ossp"}
 }
-func (postgres) Env(password string) map[string]string {
-	return map[string]string{"POSTGRES_USER": postgresUser, "POSTGRES_PASSWORD": password, "POSTGRES_DB": postgresDB}
+
+// postgresPasswordFile holds the password; POSTGRES_PASSWORD_FILE points the entrypoint at it.
+const postgresPasswordFile = SecretsDir + "postgres-password"
+
+// Container: FOWNER besides the usual, since the entrypoint chmods the data
+// directory it has just given to postgres (found by test on the real engine).
+func (p postgres) Container(password string, _ []string) Container {
+	return Container{
+		Env:     map[string]string{"POSTGRES_USER": postgresUser, "POSTGRES_PASSWORD_FILE": postgresPasswordFile, "POSTGRES_DB": postgresDB},
+		Tmpfs:   p.Tmpfs(),
+		Secrets: map[string]string{postgresPasswordFile: password},
+		CapAdd:  []string{"CHOWN", "FOWNER", "SETGID", "SETUID"},
+	}
 }
-func (postgres) Command(string, []string) []string { return nil }
 
 // Probe logs in over TCP on the container's own address with the published
 // credentials. Note: the image's init phase runs a temporary server on the unix socket

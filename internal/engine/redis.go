@@ -32,21 +32,30 @@ func (redis) Port() int { return 6379 }
 // Tmpfs covers /data, the image's VOLUME: no anonymous volume is created at all.
 func (redis) Tmpfs() map[string]string     { return map[string]string{"/data": ""} }
 func (redis) Features() []string           { return []string{"search", "json", "bloom"} }
-func (redis) Env(string) map[string]string { return nil }
 func (redis) ProbeDeadline() time.Duration { return 15 * time.Second }
 func (redis) PasswordKey() string          { return "ROBOCO_TEST_REDIS_PASSWORD" }
 
-// Command keeps the upstream contract (redis-server --requirepass). Note: modules are
-// loaded at start with --loadmodule, so the MODULE LOAD command stays disabled and an
-// agent holding the password cannot load arbitrary code.
-func (redis) Command(password string, features []string) []string {
-	cmd := []string{"redis-server", "--requirepass", password}
+// redisConfig holds requirepass; a first argument ending in .conf is how the
+// upstream image takes a configuration file.
+const redisConfig = SecretsDir + "redis.conf"
+
+// Container starts redis-server with a configuration file holding the password
+// (no --requirepass on its command line). Note: modules are loaded at start with
+// --loadmodule, so the MODULE LOAD command stays disabled and an agent holding the
+// password cannot load arbitrary code.
+func (r redis) Container(password string, features []string) Container {
+	cmd := []string{"redis-server", redisConfig}
 	for _, f := range features {
 		if m, ok := redisModules[f]; ok {
 			cmd = append(cmd, "--loadmodule", m.path)
 		}
 	}
-	return cmd
+	return Container{
+		Cmd:     cmd,
+		Tmpfs:   r.Tmpfs(),
+		Secrets: map[string]string{redisConfig: "requirepass " + password + "\n"},
+		CapAdd:  slices.Clone(dropToUserCaps),
+	}
 }
 
 // Probe pings over TCP on the container's address; the password travels in

@@ -8,8 +8,6 @@ import (
 	"slices"
 	"strings"
 
-	"k8s.io/apimachinery/pkg/api/resource"
-
 	dd "github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver"
 )
 
@@ -39,68 +37,23 @@ func Fingerprint(s dd.ContainerSpec) string {
 		// stays the same, and those that need the alias are replaced to get it.
 		write(s.Aliases[1:]...)
 	}
+	write(s.CapAdd...)
+	write(s.Log.MaxSize, fmt.Sprint(s.Log.MaxFiles))
+	for _, f := range s.Files {
+		write(f.Path, fmt.Sprint(f.Mode), string(f.Content))
+	}
 	return hex.EncodeToString(h.Sum(nil))[:16]
 }
 
-// Differences lists, in words, how the container c (as inspected) differs from
-// want in what a running container cannot change; none means c serves want as it
-// is. Secrets in the environment are never quoted.
-func Differences(want dd.ContainerSpec, c dd.Container) []string {
-	var diffs []string
-	add := func(format string, args ...any) { diffs = append(diffs, fmt.Sprintf(format, args...)) }
-	if c.Image != want.Image {
-		add("image %s → %s", c.Image, want.Image)
-	}
-	network := want.Network
-	if network == "" {
-		network = "bridge"
-	}
-	ep, joined := c.Networks[network]
-	switch {
-	case !joined:
-		add("network → %s", network)
-	case want.Network != "":
-		for _, a := range want.Aliases {
-			if !slices.Contains(ep.Aliases, a) {
-				add("alias %s added", a)
-			}
-		}
-	}
-	// Note: an empty want.Cmd is the image's own, which Docker reports in its place.
-	if len(want.Cmd) > 0 && !slices.Equal(c.Cmd, want.Cmd) {
-		add("command changed")
-	}
-	if changed := envChanges(want.Env, c.Env); len(changed) > 0 {
-		add("environment %s changed", strings.Join(changed, ", "))
-	}
-	if !maps.Equal(c.Tmpfs, want.Tmpfs) {
-		add("tmpfs mounts changed")
-	}
-	if c.MemoryBytes != want.MemoryBytes {
-		add("memory %s → %s", resource.NewQuantity(c.MemoryBytes, resource.BinarySI), resource.NewQuantity(want.MemoryBytes, resource.BinarySI))
-	}
-	if c.NanoCPUs != want.NanoCPUs {
-		add("cpu %s → %s", resource.NewMilliQuantity(c.NanoCPUs/1e6, resource.DecimalSI), resource.NewMilliQuantity(want.NanoCPUs/1e6, resource.DecimalSI))
-	}
-	if c.PidsLimit != want.PidsLimit {
-		add("pids limit %d → %d", c.PidsLimit, want.PidsLimit)
-	}
-	return diffs
+// CredentialsHash is LabelCredentials' value for a password: Docker cannot show
+// the file a password is delivered in, so the label says which one it was. A
+// hash of 192 random bits gives nothing away.
+func CredentialsHash(password string) string {
+	sum := sha256.Sum256([]byte("sandbox.roboco.io/credentials\x00" + password))
+	return hex.EncodeToString(sum[:])[:16]
 }
 
-// envChanges names the variables of want that env (KEY=value, the image's
-// included) lacks or holds with another value.
-func envChanges(want map[string]string, env []string) []string {
-	have := make(map[string]string, len(env))
-	for _, kv := range env {
-		k, v, _ := strings.Cut(kv, "=")
-		have[k] = v
-	}
-	var changed []string
-	for _, k := range slices.Sorted(maps.Keys(want)) {
-		if v, ok := have[k]; !ok || v != want[k] {
-			changed = append(changed, k)
-		}
-	}
-	return changed
+// FeaturesLabel is LabelFeatures' value: the features, sorted, comma-separated.
+func FeaturesLabel(features []string) string {
+	return strings.Join(slices.Sorted(slices.Values(features)), ",")
 }

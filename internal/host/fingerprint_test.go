@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	dd "github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver"
+	"github.com/roboco-sandbox/sandbox-controller/internal/engine"
 )
 
 const password = "s3cr3t=Pa55/word" // an '=' inside, as base64 has
@@ -16,7 +17,10 @@ const password = "s3cr3t=Pa55/word" // an '=' inside, as base64 has
 func wantedPostgres() dd.ContainerSpec {
 	return dd.ContainerSpec{
 		Name: "roboco-sandbox-postgres-be-dev-1", Image: "localhost:5001/sandbox-test/postgres:15",
-		Env:   map[string]string{"POSTGRES_PASSWORD": password, "POSTGRES_USER": "sandbox", "POSTGRES_DB": "sandbox"},
+		Env:    map[string]string{"POSTGRES_PASSWORD_FILE": "/run/secrets/postgres-password", "POSTGRES_USER": "sandbox", "POSTGRES_DB": "sandbox"},
+		Files:  []dd.File{{Path: "/run/secrets/postgres-password", Mode: 0o444, Content: []byte(password)}},
+		Labels: map[string]string{LabelCredentials: CredentialsHash(password), LabelFeatures: ""},
+		CapAdd: []string{"CHOWN", "FOWNER", "SETGID", "SETUID"}, Log: dd.LogLimits{MaxSize: "10m", MaxFiles: 2},
 		Cmd:   []string{"postgres", "-c", "fsync=off"},
 		Tmpfs: map[string]string{"/var/lib/postgresql/data": "rw,size=256m", "/run/postgresql": ""},
 		// 512Mi, one CPU, 512 processes.
@@ -26,16 +30,19 @@ func wantedPostgres() dd.ContainerSpec {
 }
 
 // madeFrom is the container Docker reports for spec: the image's own environment
-// added to the spec's, the spec's aliases plus the short ID Docker adds.
+// added to the spec's, the spec's aliases plus the short ID Docker adds, and what
+// the driver makes every container with.
 func madeFrom(spec dd.ContainerSpec) dd.Container {
 	env := []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/bin", "PG_MAJOR=15", "PGDATA=/var/lib/postgresql/data"}
 	for k, v := range spec.Env {
 		env = append(env, k+"="+v)
 	}
 	return dd.Container{
-		Name: spec.Name, Image: spec.Image, Env: env, Cmd: slices.Clone(spec.Cmd), Tmpfs: maps.Clone(spec.Tmpfs),
+		Name: spec.Name, Image: spec.Image, Labels: maps.Clone(spec.Labels), Env: env, Cmd: slices.Clone(spec.Cmd), Tmpfs: maps.Clone(spec.Tmpfs),
 		MemoryBytes: spec.MemoryBytes, NanoCPUs: spec.NanoCPUs, PidsLimit: spec.PidsLimit,
-		Networks: map[string]dd.Endpoint{spec.Network: {IPAddress: "172.18.0.5", Aliases: append(slices.Clone(spec.Aliases), "3f2a9c1b")}},
+		Networks:        map[string]dd.Endpoint{spec.Network: {IPAddress: "172.18.0.5", Aliases: append(slices.Clone(spec.Aliases), "3f2a9c1b")}},
+		MemorySwapBytes: spec.MemoryBytes, CapDrop: []string{dd.CapAll}, CapAdd: slices.Clone(spec.CapAdd),
+		LogDriver: dd.LogDriverJSONFile, Log: spec.Log,
 	}
 }
 
@@ -69,7 +76,9 @@ func TestFingerprintChangesWithWhatAContainerCannotChange(t *testing.T) {
 		{"network", func(s *dd.ContainerSpec) { s.Network = "sbx-2" }},
 		{"command", func(s *dd.ContainerSpec) { s.Cmd = []string{"postgres", "-c", "fsync=on"} }},
 		{"command arguments split differently", func(s *dd.ContainerSpec) { s.Cmd = []string{"postgres", "-c fsync=off"} }},
-		{"password", func(s *dd.ContainerSpec) { s.Env["POSTGRES_PASSWORD"] = "another" }},
+		{"password", func(s *dd.ContainerSpec) { s.Files[0].Content = []byte("another") }},
+		{"capabilities", func(s *dd.ContainerSpec) { s.CapAdd = s.CapAdd[1:] }},
+		{"log limits", func(s *dd.ContainerSpec) { s.Log.MaxSize = "20m" }},
 		{"a variable more", func(s *dd.ContainerSpec) { s.Env["POSTGRES_INITDB_ARGS"] = "--no-sync" }},
 		{"tmpfs options", func(s *dd.ContainerSpec) { s.Tmpfs["/var/lib/postgresql/data"] = "rw,size=1g" }},
 		{"memory", func(s *dd.ContainerSpec) { s.MemoryBytes = 1 << 30 }},
@@ -103,43 +112,70 @@ func TestFingerprintKeepsContainersMadeBeforeHostAliases(t *testing.T) {
 	}
 }
 
+// wantedService is wantedPostgres as a service whose Sandbox chose its memory
+// and network, not its cpu.
+func wantedService() Service {
+	e, _ := engine.Lookup("postgres")
+	return Service{Engine: e, Network: "sbx", Password: password, Container: wantedPostgres(),
+		Chosen: Chosen{Memory: true, Network: true}, Images: engine.Images{Default: "localhost:5001/sandbox-test/postgres:15", KitchenSink: "localhost:5001/sandbox-test/postgres-kitchen:15"}}
+}
+
 func TestDifferences(t *testing.T) {
+	spec, op := CauseSpec, CauseOperator
 	for _, tc := range []struct {
 		name   string
-		change func(*dd.ContainerSpec, *dd.Container)
-		want   []string
+		change func(*Service, *dd.Container)
+		want   []Difference
 	}{
-		{"as made", func(*dd.ContainerSpec, *dd.Container) {}, nil},
-		{"the image's command, where the spec has none", func(s *dd.ContainerSpec, c *dd.Container) {
-			s.Cmd, c.Cmd = nil, []string{"docker-entrypoint.sh", "postgres"}
+		{"as made", func(*Service, *dd.Container) {}, nil},
+		{"the image's command, where the spec has none", func(s *Service, c *dd.Container) {
+			s.Container.Cmd, c.Cmd = nil, []string{"docker-entrypoint.sh", "postgres"}
 		}, nil},
-		{"on the default bridge, whose aliases Docker does not keep", func(s *dd.ContainerSpec, c *dd.Container) {
-			s.Network, c.Networks = "", map[string]dd.Endpoint{"bridge": {}}
+		{"on the default bridge, whose aliases Docker does not keep", func(s *Service, c *dd.Container) {
+			s.Container.Network, c.Networks = "", map[string]dd.Endpoint{"bridge": {}}
 		}, nil},
-		{"image", func(s *dd.ContainerSpec, c *dd.Container) { c.Image = "postgres:14" },
-			[]string{"image postgres:14 → localhost:5001/sandbox-test/postgres:15"}},
-		{"another network", func(s *dd.ContainerSpec, c *dd.Container) { c.Networks = map[string]dd.Endpoint{"bridge": {}} },
-			[]string{"network → sbx"}},
-		{"host alias missing", func(s *dd.ContainerSpec, c *dd.Container) {
+		{"the operator's image", func(s *Service, c *dd.Container) { c.Image = "postgres:14" },
+			[]Difference{{op, "image postgres:14 → localhost:5001/sandbox-test/postgres:15"}}},
+		{"features asked for", func(s *Service, c *dd.Container) {
+			s.Features, s.Container.Image = []string{"vector"}, s.Images.KitchenSink
+		}, []Difference{{spec, "image localhost:5001/sandbox-test/postgres:15 → localhost:5001/sandbox-test/postgres-kitchen:15"}}},
+		{"features asked for, on a container made before the features label", func(s *Service, c *dd.Container) {
+			s.Features, s.Container.Image = []string{"vector"}, s.Images.KitchenSink
+			delete(c.Labels, LabelFeatures)
+		}, []Difference{{spec, "image localhost:5001/sandbox-test/postgres:15 → localhost:5001/sandbox-test/postgres-kitchen:15"}}},
+		{"the network the Sandbox chose", func(s *Service, c *dd.Container) { c.Networks = map[string]dd.Endpoint{"bridge": {}} },
+			[]Difference{{spec, "network → sbx"}}},
+		{"the operator's default network", func(s *Service, c *dd.Container) {
+			s.Chosen.Network, c.Networks = false, map[string]dd.Endpoint{"bridge": {}}
+		}, []Difference{{op, "network → sbx"}}},
+		{"host alias missing", func(s *Service, c *dd.Container) {
 			c.Networks["sbx"] = dd.Endpoint{Aliases: []string{"roboco-sandbox-postgres-be-dev-1"}}
-		}, []string{"alias pg-be-dev-1 added"}},
-		{"command", func(s *dd.ContainerSpec, c *dd.Container) { c.Cmd = []string{"postgres"} }, []string{"command changed"}},
-		{"password and user", func(s *dd.ContainerSpec, c *dd.Container) {
-			s.Env["POSTGRES_PASSWORD"], s.Env["POSTGRES_USER"] = "n3w-"+password, "agent"
-		}, []string{"environment POSTGRES_PASSWORD, POSTGRES_USER changed"}},
-		{"a variable the container lacks", func(s *dd.ContainerSpec, c *dd.Container) { s.Env["POSTGRES_INITDB_ARGS"] = "--no-sync" },
-			[]string{"environment POSTGRES_INITDB_ARGS changed"}},
-		{"tmpfs", func(s *dd.ContainerSpec, c *dd.Container) { delete(c.Tmpfs, "/run/postgresql") }, []string{"tmpfs mounts changed"}},
-		{"memory", func(s *dd.ContainerSpec, c *dd.Container) { s.MemoryBytes = 1 << 30 }, []string{"memory 512Mi → 1Gi"}},
-		{"cpu", func(s *dd.ContainerSpec, c *dd.Container) { s.NanoCPUs = 5e8 }, []string{"cpu 1 → 500m"}},
-		{"pids", func(s *dd.ContainerSpec, c *dd.Container) { c.PidsLimit = 0 }, []string{"pids limit 0 → 512"}},
-		{"several at once, each said", func(s *dd.ContainerSpec, c *dd.Container) {
-			c.Image, s.MemoryBytes, s.Env["POSTGRES_PASSWORD"] = "postgres:14", 256<<20, "n3w-"+password
-		}, []string{"image postgres:14 → localhost:5001/sandbox-test/postgres:15", "environment POSTGRES_PASSWORD changed", "memory 512Mi → 256Mi"}},
+		}, []Difference{{op, "alias pg-be-dev-1 added"}}},
+		{"command", func(s *Service, c *dd.Container) { c.Cmd = []string{"postgres"} }, []Difference{{op, "command changed"}}},
+		{"another password", func(s *Service, c *dd.Container) { s.Password = "n3w-" + password },
+			[]Difference{{spec, "credentials changed"}}},
+		{"the password in the environment, as an earlier release made it", func(s *Service, c *dd.Container) {
+			delete(c.Labels, LabelCredentials)
+			c.Env = []string{"POSTGRES_PASSWORD=" + password, "POSTGRES_USER=sandbox", "POSTGRES_DB=sandbox"}
+		}, []Difference{{op, "environment POSTGRES_PASSWORD_FILE changed"}}},
+		{"another password in the environment, as an earlier release made it", func(s *Service, c *dd.Container) {
+			delete(c.Labels, LabelCredentials)
+			c.Env = []string{"POSTGRES_PASSWORD=0ld-pa55", "POSTGRES_USER=sandbox", "POSTGRES_DB=sandbox", "POSTGRES_PASSWORD_FILE=/run/secrets/postgres-password"}
+		}, []Difference{{spec, "credentials changed"}}},
+		{"a variable the container lacks", func(s *Service, c *dd.Container) { s.Container.Env["POSTGRES_INITDB_ARGS"] = "--no-sync" },
+			[]Difference{{op, "environment POSTGRES_INITDB_ARGS changed"}}},
+		{"tmpfs", func(s *Service, c *dd.Container) { delete(c.Tmpfs, "/run/postgresql") }, []Difference{{op, "tmpfs mounts changed"}}},
+		{"the memory the Sandbox chose", func(s *Service, c *dd.Container) { s.Container.MemoryBytes = 1 << 30 },
+			[]Difference{{spec, "memory 512Mi → 1Gi"}, {op, "swap allowed"}}},
+		{"the operator's default cpu", func(s *Service, c *dd.Container) { s.Container.NanoCPUs = 5e8 }, []Difference{{op, "cpu 1 → 500m"}}},
+		{"pids", func(s *Service, c *dd.Container) { c.PidsLimit = 0 }, []Difference{{op, "pids limit 0 → 512"}}},
+		{"hardening an earlier release lacked", func(s *Service, c *dd.Container) {
+			c.MemorySwapBytes, c.CapDrop, c.CapAdd, c.Log = 2*c.MemoryBytes, nil, nil, dd.LogLimits{}
+		}, []Difference{{op, "swap allowed"}, {op, "capabilities → only CHOWN, FOWNER, SETGID, SETUID"}, {op, "log limits → 2 files of 10m"}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			want := wantedPostgres()
-			c := madeFrom(want)
+			want := wantedService()
+			c := madeFrom(want.Container)
 			tc.change(&want, &c)
 			got := Differences(want, c)
 			if !slices.Equal(got, tc.want) {
@@ -147,9 +183,9 @@ func TestDifferences(t *testing.T) {
 			}
 			// They reach events and logs: neither the old password nor the new may show.
 			for _, d := range got {
-				for _, secret := range []string{password, want.Env["POSTGRES_PASSWORD"]} {
-					if strings.Contains(d, secret) {
-						t.Errorf("%q quotes a password", d)
+				for _, secret := range []string{password, want.Password} {
+					if strings.Contains(d.What, secret) {
+						t.Errorf("%q quotes a password", d.What)
 					}
 				}
 			}

@@ -20,6 +20,7 @@ type Host struct {
 	driver      dd.Driver
 	stopTimeout time.Duration
 	pulls       *Pulls
+	judged      judgements
 }
 
 // New is the layer for the Docker host behind driver. stopTimeout is how long a
@@ -46,7 +47,15 @@ type Service struct {
 	// Container is the container to make, labels and fingerprint included (see
 	// Fingerprint).
 	Container dd.ContainerSpec
+	// Chosen says which settings the Sandbox's spec chose itself; the others are
+	// the operator's defaults. Images are the operator's images for the engine.
+	// Both tell the Sandbox's changes from the operator's (Differences).
+	Chosen Chosen
+	Images engine.Images
 }
+
+// Chosen says which of a service's settings its Sandbox set itself.
+type Chosen struct{ Memory, CPU, Network bool }
 
 // Image is the service's image reference.
 func (s Service) Image() string { return s.Container.Image }

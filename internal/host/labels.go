@@ -14,6 +14,11 @@ const (
 	LabelEngine     = "sandbox.roboco.io/engine"
 	LabelConfigHash = "sandbox.roboco.io/config-hash"
 	LabelRestarts   = "sandbox.roboco.io/restarts"
+	// LabelCredentials is CredentialsHash of the password a container was made
+	// with, LabelFeatures the features it was made for: what Docker's record of
+	// a container cannot show otherwise.
+	LabelCredentials = "sandbox.roboco.io/credentials"
+	LabelFeatures    = "sandbox.roboco.io/features"
 	// LabelInstance names the control plane that created a container: a UID proves
 	// ownership only to the API server that issued it.
 	LabelInstance = "sandbox.roboco.io/instance"

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	dd "github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver"
@@ -13,7 +14,8 @@ import (
 type Phase string
 
 const (
-	// Absent: no container serves the service, and none was known to.
+	// Absent: no container serves the service, and none was known to (or the
+	// one known is being replaced).
 	Absent Phase = "Absent"
 	// Vanished: the container the caller knew of is gone.
 	Vanished Phase = "Vanished"
@@ -32,13 +34,17 @@ const (
 // Observation is what exists of one service on the host.
 type Observation struct {
 	Phase Phase
-	// Current is the container that serves the service as wanted (nil when
-	// Absent or Vanished).
+	// Current is the container that serves the service (nil when Absent or
+	// Vanished).
 	Current *dd.ContainerSummary
+	// Behind, when not empty, says how Current differs from what the operator's
+	// settings would make now: it serves the Sandbox's spec and is kept until a
+	// rollout replaces it.
+	Behind string
 	// Stopped is Current as inspected, when Phase is Stopped.
 	Stopped dd.Container
-	// Outdated are containers of the service that do not serve it as wanted
-	// (another name, or made with something a running container cannot change).
+	// Outdated are containers of the service that do not serve it (another
+	// name, or made for another spec or other credentials): to be replaced.
 	Outdated []Outdated
 	// Restarts is the restart count Current was created with.
 	Restarts int32
@@ -56,47 +62,68 @@ func (h *Host) Observe(ctx context.Context, svc Service, ours []dd.ContainerSumm
 	var obs Observation
 	for i := range ours {
 		c := &ours[i]
-		why, err := h.judge(ctx, svc.Container, c)
+		j, err := h.judge(ctx, svc, c)
 		if err != nil {
 			return obs, err
 		}
-		if why != "" {
-			obs.Outdated = append(obs.Outdated, Outdated{ContainerSummary: *c, Why: why})
+		if j.replace {
+			obs.Outdated = append(obs.Outdated, Outdated{ContainerSummary: *c, Why: j.why})
 			continue
 		}
-		obs.Current = c
+		obs.Current, obs.Behind = c, j.why
 	}
-	return h.phase(ctx, obs, knownID)
+	// Note: a known container still there, only outdated, did not vanish: its
+	// replacement is no restart.
+	known := slices.ContainsFunc(ours, func(c dd.ContainerSummary) bool { return c.ID == knownID })
+	return h.phase(ctx, obs, knownID != "" && !known)
 }
 
-// judge says why c does not serve want ("": it does). The fingerprint label
-// answers for an unchanged container without asking Docker; otherwise Docker's
-// record of what c was made with is compared with want.
-func (h *Host) judge(ctx context.Context, want dd.ContainerSpec, c *dd.ContainerSummary) (string, error) {
+// judgement is what judge made of one container: to replace (the spec or the
+// credentials changed), or to keep, behind the operator's settings when why is set.
+type judgement struct {
+	replace bool
+	why     string
+}
+
+// judge says what to do with c. The fingerprint label answers for an unchanged
+// container without asking Docker; otherwise Docker's record of what c was made
+// with is compared with svc, once per container and wanted fingerprint (what a
+// container was made with never changes).
+func (h *Host) judge(ctx context.Context, svc Service, c *dd.ContainerSummary) (judgement, error) {
+	want := svc.Container
 	if c.Name != want.Name {
-		return "named " + c.Name + ", not " + want.Name, nil
+		return judgement{replace: true, why: "named " + c.Name + ", not " + want.Name}, nil
 	}
-	if c.Labels[LabelConfigHash] == want.Labels[LabelConfigHash] {
-		return "", nil
+	hash := want.Labels[LabelConfigHash]
+	if c.Labels[LabelConfigHash] == hash {
+		return judgement{}, nil
+	}
+	if j, ok := h.judged.get(c.ID, hash); ok {
+		return j, nil
 	}
 	made, err := h.driver.Inspect(ctx, c.ID)
 	switch {
 	case errors.Is(err, dd.ErrNotFound):
-		return "gone", nil
+		return judgement{replace: true, why: "gone"}, nil
 	case err != nil:
-		return "", fmt.Errorf("inspecting %s: %w", c.Name, err)
+		return judgement{}, fmt.Errorf("inspecting %s: %w", c.Name, err)
 	}
-	if diffs := Differences(want, made); len(diffs) > 0 {
-		return strings.Join(diffs, "; "), nil
+	var j judgement
+	var words []string
+	for _, d := range Differences(svc, made) {
+		j.replace = j.replace || d.Cause == CauseSpec
+		words = append(words, d.What)
 	}
-	return "", nil
+	j.why = strings.Join(words, "; ")
+	h.judged.put(c.ID, hash, j)
+	return j, nil
 }
 
 // phase classifies the current container, inspecting it when it does not run.
-func (h *Host) phase(ctx context.Context, obs Observation, knownID string) (Observation, error) {
+func (h *Host) phase(ctx context.Context, obs Observation, vanished bool) (Observation, error) {
 	c := obs.Current
 	switch {
-	case c == nil && knownID != "":
+	case c == nil && vanished:
 		obs.Phase = Vanished
 		return obs, nil
 	case c == nil:

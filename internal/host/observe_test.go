@@ -13,17 +13,32 @@ import (
 	"github.com/roboco-sandbox/sandbox-controller/internal/host"
 )
 
-// service is a postgres service as the reconciler would resolve it.
+// service is a postgres service as the reconciler would resolve it, its memory
+// chosen by the Sandbox.
 func service(memory int64) host.Service {
 	e, _ := engine.Lookup("postgres")
+	made := e.Container("pw-1", nil)
 	spec := dd.ContainerSpec{
 		Name: "roboco-sandbox-postgres-a1", Image: "postgres:16-alpine", Network: "sbx",
 		Aliases: []string{"roboco-sandbox-postgres-a1"},
-		Labels:  map[string]string{host.LabelUID: "uid-1", host.LabelEngine: "postgres"}, OwnerLabel: host.LabelUID,
-		Env: e.Env("pw-1"), Tmpfs: e.Tmpfs(), MemoryBytes: memory, NanoCPUs: 1e9, PidsLimit: 512,
+		Labels: map[string]string{host.LabelUID: "uid-1", host.LabelEngine: "postgres",
+			host.LabelCredentials: host.CredentialsHash("pw-1"), host.LabelFeatures: ""}, OwnerLabel: host.LabelUID,
+		Env: made.Env, Tmpfs: made.Tmpfs, MemoryBytes: memory, NanoCPUs: 1e9, PidsLimit: 512, CapAdd: made.CapAdd,
+		Files: []dd.File{{Path: "/run/secrets/postgres-password", Mode: 0o444, Content: []byte("pw-1")}},
 	}
 	spec.Labels[host.LabelConfigHash] = host.Fingerprint(spec)
-	return host.Service{Engine: e, Network: "sbx", Password: "pw-1", ProbeDeadline: time.Minute, Container: spec}
+	return host.Service{Engine: e, Network: "sbx", Password: "pw-1", ProbeDeadline: time.Minute, Container: spec,
+		Chosen: host.Chosen{Memory: true}, Images: e.Images()}
+}
+
+// rehash is svc after a change to its container.
+func rehash(svc host.Service, change func(*dd.ContainerSpec)) host.Service {
+	spec := svc.Container
+	spec.Labels = maps.Clone(spec.Labels)
+	change(&spec)
+	spec.Labels[host.LabelConfigHash] = host.Fingerprint(spec)
+	svc.Container = spec
+	return svc
 }
 
 func newHost() (*host.Host, *fake.Driver) {
@@ -91,17 +106,71 @@ func TestObserveJudgesWhatTheContainerWasMadeWith(t *testing.T) {
 	svc := service(512 << 20)
 	c := seed(t, f, svc.Container, map[string]string{host.LabelConfigHash: "from-an-older-release"})
 	obs, err := h.Observe(context.Background(), svc, []dd.ContainerSummary{c}, c.ID)
-	if err != nil || obs.Phase != host.Running || len(obs.Outdated) > 0 {
-		t.Fatalf("observation %+v, err %v; a container made with the wanted config must be kept", obs, err)
+	if err != nil || obs.Phase != host.Running || len(obs.Outdated) > 0 || obs.Behind != "" {
+		t.Fatalf("observation %+v, err %v; a container made with the wanted config must be kept, up to date", obs, err)
 	}
 
 	bigger := service(1 << 30)
 	obs, err = h.Observe(context.Background(), bigger, []dd.ContainerSummary{c}, c.ID)
-	if err != nil || obs.Phase != host.Vanished || len(obs.Outdated) != 1 {
+	if err != nil || len(obs.Outdated) != 1 || obs.Current != nil {
 		t.Fatalf("observation %+v, err %v; want the container outdated", obs, err)
 	}
 	if why := obs.Outdated[0].Why; !strings.Contains(why, "memory 512Mi → 1Gi") {
 		t.Errorf("why = %q, want it to name the memory change", why)
+	}
+	// Its replacement is no restart: the container did not vanish.
+	if obs.Phase != host.Absent {
+		t.Errorf("phase %s, want %s: a replaced container did not vanish", obs.Phase, host.Absent)
+	}
+}
+
+// The operator's changes (here the pids limit, the default memory and the
+// images) leave a running container alone: it is reported behind, with why.
+func TestObserveKeepsContainersBehindTheOperatorsSettings(t *testing.T) {
+	for name, change := range map[string]func(*host.Service){
+		"pids limit": func(s *host.Service) { *s = rehash(*s, func(c *dd.ContainerSpec) { c.PidsLimit = 600 }) },
+		"default memory": func(s *host.Service) {
+			*s = rehash(*s, func(c *dd.ContainerSpec) { c.MemoryBytes = 1 << 30 })
+			s.Chosen.Memory = false
+		},
+		"image": func(s *host.Service) { *s = rehash(*s, func(c *dd.ContainerSpec) { c.Image = "postgres:17-alpine" }) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			h, f := newHost()
+			svc := service(512 << 20)
+			c := seed(t, f, svc.Container, nil)
+			change(&svc)
+			f.ResetCalls()
+			for range 3 {
+				obs, err := h.Observe(context.Background(), svc, []dd.ContainerSummary{c}, c.ID)
+				if err != nil || obs.Phase != host.Running || obs.Current == nil || obs.Current.ID != c.ID || len(obs.Outdated) > 0 {
+					t.Fatalf("observation %+v, err %v; want the container kept running", obs, err)
+				}
+				if obs.Behind == "" {
+					t.Errorf("not reported behind after a change of the %s", name)
+				}
+			}
+			if n := f.Calls(fake.VerbInspect); n != 1 {
+				t.Errorf("%d inspects in three passes, want 1: what a container was made with never changes", n)
+			}
+		})
+	}
+}
+
+// Another password (the Secret was deleted) replaces the container, though
+// Docker cannot show the file the password is in.
+func TestObserveReplacesForOtherCredentials(t *testing.T) {
+	h, f := newHost()
+	svc := service(512 << 20)
+	c := seed(t, f, svc.Container, nil)
+	svc.Password = "pw-2"
+	svc = rehash(svc, func(s *dd.ContainerSpec) {
+		s.Files = []dd.File{{Path: "/run/secrets/postgres-password", Mode: 0o444, Content: []byte("pw-2")}}
+		s.Labels[host.LabelCredentials] = host.CredentialsHash("pw-2")
+	})
+	obs, err := h.Observe(context.Background(), svc, []dd.ContainerSummary{c}, c.ID)
+	if err != nil || len(obs.Outdated) != 1 || obs.Outdated[0].Why != "credentials changed" {
+		t.Fatalf("observation %+v, err %v; want the container replaced for its credentials", obs, err)
 	}
 }
 

@@ -18,17 +18,25 @@ import (
 func (h *host) runEngine(t *testing.T, e engine.Engine, image, network, password string, features []string, extraEnv map[string]string) dd.Container {
 	t.Helper()
 	labels := map[string]string{testLabel: runID, "sandbox.roboco.io/uid": "it-" + runID}
-	env := e.Env(password)
+	made := e.Container(password, features)
+	env := made.Env
 	for k, v := range extraEnv {
 		if env == nil {
 			env = map[string]string{}
 		}
 		env[k] = v
 	}
+	var files []dd.File
+	for path, content := range made.Secrets {
+		files = append(files, dd.File{Path: path, Mode: 0o444, Content: []byte(content)})
+	}
 	name := fmt.Sprintf("sbx-it-%s-%s-%d", e.Slug(), runID, time.Now().UnixNano()%1e6)
+	// Note: made as the controller makes it: the password in a file, every
+	// capability dropped but the engine's few.
 	c, err := h.driver.CreateContainer(context.Background(), dd.ContainerSpec{
 		Name: name, Image: image, Labels: labels, OwnerLabel: "sandbox.roboco.io/uid",
-		Env: env, Cmd: e.Command(password, features), Tmpfs: e.Tmpfs(),
+		Env: env, Cmd: made.Cmd, Tmpfs: made.Tmpfs, Files: files, CapAdd: made.CapAdd,
+		Log:         dd.LogLimits{MaxSize: "10m", MaxFiles: 2},
 		MemoryBytes: 512 << 20, NanoCPUs: 1e9, PidsLimit: 512,
 		Network: network, Aliases: []string{name},
 	})

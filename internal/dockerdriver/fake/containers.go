@@ -554,6 +554,19 @@ func (f *Driver) Peek(nameOrID string) (dd.Container, bool) {
 	return c.snapshot(), true
 }
 
+// File returns a file written into a container (ContainerSpec.Files), without
+// a driver call.
+func (f *Driver) File(nameOrID, path string) ([]byte, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	c := f.resolve(nameOrID)
+	if c == nil {
+		return nil, false
+	}
+	content, ok := c.files[path]
+	return slices.Clone(content), ok
+}
+
 // ExitContainer makes a running container exit with code after a delay
 // (0: now), emitting a die event.
 func (f *Driver) ExitContainer(nameOrID string, code int, after time.Duration) error {
