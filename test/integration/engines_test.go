@@ -13,9 +13,9 @@ import (
 	"github.com/roboco-sandbox/sandbox-controller/internal/testenv"
 )
 
-// runEngine starts image with e's registry settings, as the controller does, and
-// removes it (with its volumes) when the test ends.
-func (h *host) runEngine(t *testing.T, e engine.Engine, image, network, password string, features []string, extraEnv map[string]string) dd.Container {
+// runEngine starts image with e's registry settings, as the controller does (plus
+// extraEnv and extraFiles), and removes it (with its volumes) when the test ends.
+func (h *host) runEngine(t *testing.T, e engine.Engine, image, network, password string, features []string, extraEnv map[string]string, extraFiles ...dd.File) dd.Container {
 	t.Helper()
 	labels := map[string]string{testLabel: runID, "sandbox.roboco.io/uid": "it-" + runID}
 	made := e.Container(password, features)
@@ -26,7 +26,7 @@ func (h *host) runEngine(t *testing.T, e engine.Engine, image, network, password
 		}
 		env[k] = v
 	}
-	var files []dd.File
+	files := extraFiles
 	for path, content := range made.Secrets {
 		files = append(files, dd.File{Path: path, Mode: 0o444, Content: []byte(content)})
 	}

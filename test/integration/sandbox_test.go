@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -30,6 +31,8 @@ type controlPlane struct {
 	client  client.Client
 	network string
 	resync  time.Duration
+	config  *rest.Config
+	options controllers.Options
 }
 
 func startControlPlane(t *testing.T, h *host) *controlPlane {
@@ -40,13 +43,21 @@ func startControlPlane(t *testing.T, h *host) *controlPlane {
 // startControlPlaneWith runs the reconciler on driver (e.g. a counting wrapper of h's).
 func startControlPlaneWith(t *testing.T, h *host, driver dd.Driver) *controlPlane {
 	t.Helper()
+	cp := newControlPlane(t, h)
+	cp.start(t, driver)
+	return cp
+}
+
+// newControlPlane starts envtest with the namespace "it", and settles the
+// manager's options; no manager runs yet (start).
+func newControlPlane(t *testing.T, h *host) *controlPlane {
+	t.Helper()
 	env, err := testenv.Start()
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = env.Stop() })
-	scheme := controllers.NewScheme()
-	c, err := client.New(env.Config, client.Options{Scheme: scheme})
+	c, err := client.New(env.Config, client.Options{Scheme: controllers.NewScheme()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,15 +73,25 @@ func startControlPlaneWith(t *testing.T, h *host, driver dd.Driver) *controlPlan
 	for name, ref := range img.Plain {
 		opts.Images[name] = engine.Images{Default: ref, KitchenSink: img.KitchenSink[name]}
 	}
-	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
-		Scheme:     scheme,
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "it"}}
+	if err := c.Create(context.Background(), ns); err != nil {
+		t.Fatal(err)
+	}
+	return &controlPlane{client: c, network: opts.DefaultNetwork, resync: opts.ResyncPeriod, config: env.Config, options: opts}
+}
+
+// start runs a manager with cp's options on driver until the test ends.
+func (cp *controlPlane) start(t *testing.T, driver dd.Driver) {
+	t.Helper()
+	mgr, err := ctrl.NewManager(cp.config, ctrl.Options{
+		Scheme:     controllers.NewScheme(),
 		Metrics:    metricsserver.Options{BindAddress: "0"},
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := (controllers.Setup{Options: opts, Sweep: true}).AddToManager(mgr, driver); err != nil {
+	if err := (controllers.Setup{Options: cp.options, Sweep: true}).AddToManager(mgr, driver); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -82,11 +103,6 @@ func startControlPlaneWith(t *testing.T, h *host, driver dd.Driver) *controlPlan
 			t.Errorf("manager: %v", err)
 		}
 	})
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "it"}}
-	if err := c.Create(context.Background(), ns); err != nil {
-		t.Fatal(err)
-	}
-	return &controlPlane{client: c, network: opts.DefaultNetwork, resync: opts.ResyncPeriod}
 }
 
 // TestSandboxOnRealDocker: a postgres+redis Sandbox becomes Ready on the real engine,

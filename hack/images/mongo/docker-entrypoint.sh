@@ -6,6 +6,7 @@
 #   them authentication is REQUIRED, SCRAM-SHA-256 / SCRAM-SHA-1, user in "admin"),
 #   MONGO_INITDB_DATABASE (default test) for /docker-entrypoint-initdb.d/*.{js,sh},
 #   the *_FILE variants, data in /data/db, state in /data/configdb.
+# Unlike the official image, it never puts the password on a command line.
 # and, like it, on first start it runs a TEMPORARY server bound to 127.0.0.1 (and
 # the unix socket) only, creates the root user, runs the init scripts, stops it,
 # and only then execs the real server on all addresses. A probe that only asks
@@ -57,6 +58,23 @@ if { [ -n "$MONGO_INITDB_ROOT_USERNAME" ] && [ -z "$MONGO_INITDB_ROOT_PASSWORD" 
 	log "error: MONGO_INITDB_ROOT_USERNAME and MONGO_INITDB_ROOT_PASSWORD must be set together"
 	exit 1
 fi
+
+# mongo_init DB [FILE]: connects to the temporary server as the root user (when
+# one is configured) and runs FILE with db set to DB, or pings. Note: the
+# credentials reach mongosh through its environment, never its command line,
+# which every process on the host can read (ps, /proc/*/cmdline).
+mongo_init_js='
+const u = process.env.SANDBOX_INIT_USER, p = process.env.SANDBOX_INIT_PASSWORD;
+const auth = u ? encodeURIComponent(u) + ":" + encodeURIComponent(p) + "@" : "";
+const c = connect("mongodb://" + auth + "127.0.0.1:" + process.env.SANDBOX_INIT_PORT + "/admin?directConnection=true&serverSelectionTimeoutMS=2000");
+db = c.getSiblingDB(process.env.SANDBOX_INIT_DB);
+if (process.env.SANDBOX_INIT_FILE) { load(process.env.SANDBOX_INIT_FILE); } else { quit(c.adminCommand({ping: 1}).ok ? 0 : 2); }
+'
+mongo_init() {
+	SANDBOX_INIT_PORT="$port" SANDBOX_INIT_DB="$1" SANDBOX_INIT_FILE="${2:-}" \
+	SANDBOX_INIT_USER="$MONGO_INITDB_ROOT_USERNAME" SANDBOX_INIT_PASSWORD="$MONGO_INITDB_ROOT_PASSWORD" \
+		mongosh --nodb --quiet --eval "$mongo_init_js"
+}
 
 shift # mongod
 userArgs=("$@")
@@ -114,17 +132,13 @@ if [ ! -e "$marker" ]; then
 		fi
 		tmpPid=$!
 
-		mongo=(mongosh --host 127.0.0.1 --port "$port" --quiet)
-		if [ -n "$MONGO_INITDB_ROOT_USERNAME" ]; then
-			mongo+=(--username="$MONGO_INITDB_ROOT_USERNAME" --password="$MONGO_INITDB_ROOT_PASSWORD" --authenticationDatabase=admin)
-		fi
 		for ((tries = 30; ; tries--)); do
 			if ! kill -0 "$tmpPid" 2>/dev/null; then
 				log "error: temporary server exited"; wait "$tmpPid" || true; exit 1
 			fi
 			# Note: like the official image, wait with a real client, authenticated when
 			# a root user is configured (proves that the user can log in).
-			if "${mongo[@]}" admin --eval 'quit(db.adminCommand({ping: 1}).ok ? 0 : 2)' >/dev/null 2>&1; then
+			if mongo_init admin >/dev/null 2>&1; then
 				break
 			fi
 			if [ "$tries" -le 0 ]; then log "error: temporary server did not answer"; exit 1; fi
@@ -134,7 +148,7 @@ if [ ! -e "$marker" ]; then
 		for f in "${initFiles[@]}"; do
 			case "$f" in
 				*.sh) log "sourcing $f"; . "$f" ;;
-				*.js) log "running $f"; "${mongo[@]}" "$MONGO_INITDB_DATABASE" "$f" ;;
+				*.js) log "running $f"; mongo_init "$MONGO_INITDB_DATABASE" "$f" ;;
 				*) log "ignoring $f" ;;
 			esac
 		done
