@@ -94,11 +94,11 @@ func (h *Host) judge(ctx context.Context, svc Service, c *dd.ContainerSummary) (
 	if c.Name != want.Name {
 		return judgement{replace: true, why: "named " + c.Name + ", not " + want.Name}, nil
 	}
-	hash := want.Labels[LabelConfigHash]
-	if c.Labels[LabelConfigHash] == hash {
+	if c.Labels[LabelConfigHash] == want.Labels[LabelConfigHash] {
 		return judgement{}, nil
 	}
-	if j, ok := h.judged.get(c.ID, hash); ok {
+	key := judgedKey(c.ID, svc)
+	if j, ok := h.judged.get(key); ok {
 		return j, nil
 	}
 	made, err := h.driver.Inspect(ctx, c.ID)
@@ -115,7 +115,7 @@ func (h *Host) judge(ctx context.Context, svc Service, c *dd.ContainerSummary) (
 		words = append(words, d.What)
 	}
 	j.why = strings.Join(words, "; ")
-	h.judged.put(c.ID, hash, j)
+	h.judged.put(key, j)
 	return j, nil
 }
 

@@ -157,6 +157,23 @@ func TestObserveKeepsContainersBehindTheOperatorsSettings(t *testing.T) {
 	}
 }
 
+// A Sandbox that then sets, itself, the value the operator's default changed to
+// asks for it: the same container is now replaced, though nothing else changed.
+func TestObserveJudgesAgainWhenTheSandboxTakesOverASetting(t *testing.T) {
+	h, f := newHost()
+	svc := service(512 << 20)
+	c := seed(t, f, svc.Container, nil)
+	svc = rehash(svc, func(s *dd.ContainerSpec) { s.MemoryBytes = 1 << 30 })
+	svc.Chosen.Memory = false
+	if obs, err := h.Observe(context.Background(), svc, []dd.ContainerSummary{c}, c.ID); err != nil || obs.Behind == "" || len(obs.Outdated) > 0 {
+		t.Fatalf("observation %+v, err %v; want the container kept, behind the default memory", obs, err)
+	}
+	svc.Chosen.Memory = true
+	if obs, err := h.Observe(context.Background(), svc, []dd.ContainerSummary{c}, c.ID); err != nil || len(obs.Outdated) != 1 {
+		t.Fatalf("observation %+v, err %v; want the container replaced for the memory the Sandbox set", obs, err)
+	}
+}
+
 // Another password (the Secret was deleted) replaces the container, though
 // Docker cannot show the file the password is in.
 func TestObserveReplacesForOtherCredentials(t *testing.T) {
