@@ -96,6 +96,9 @@ var _ = Describe("Sandbox validation in the CRD", func() {
 		Entry("duplicate feature", func(u *unstructured.Unstructured) {
 			set(u, []any{map[string]any{"engine": "postgres", "features": []any{"vector", "vector"}}}, "spec", "services")
 		}, `Duplicate value: "vector"`),
+		Entry("unknown update strategy", func(u *unstructured.Unstructured) {
+			set(u, "Always", "spec", "updateStrategy")
+		}, `supported values: "OnDelete", "RollingUpdate"`),
 		Entry("negative ttl", func(u *unstructured.Unstructured) {
 			set(u, "-5m", "spec", "ttl")
 		}, "ttl must be a positive duration such as 90s, 30m or 4h"),
