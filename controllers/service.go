@@ -39,7 +39,7 @@ func (r *SandboxReconciler) reconcileService(ctx context.Context, w serviceWork,
 	}
 	res.status.Restarts = max(res.status.Restarts, obs.Restarts)
 	if obs, err = r.rollOut(ctx, w, obs, &res); err != nil {
-		return res.dockerFailed(err, "rolling out "+w.svc.Container.Name)
+		return res.dockerFailed(ctx, err, "rolling out "+w.svc.Container.Name)
 	}
 	switch obs.Phase {
 	case host.Stopped:
