@@ -1,9 +1,9 @@
 package engine
 
 import (
-	"slices"
 	"net"
 	"net/url"
+	"slices"
 	"strconv"
 	"time"
 )
