@@ -123,7 +123,7 @@ func (r *run) deleteSecret(ctx context.Context, c *cycle, rnd *rand.Rand) error 
 		return nil
 	}
 	rec := recs[rnd.IntN(len(recs))]
-	c.cause.sandboxes[string(rec.uid)] = true
+	rec.rotating = true
 	c.target = rec.name
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()

@@ -3,6 +3,7 @@ package chaos
 import (
 	"context"
 	"fmt"
+	"maps"
 	"sort"
 	"strings"
 	"sync"
@@ -153,6 +154,9 @@ func (r *run) look(ctx context.Context, lost func(rec *record, why string)) (sta
 	if err != nil {
 		return st, err
 	}
+	if st.containers, err = r.h.containers(ctx, r.instance); err != nil {
+		return st, err
+	}
 	live := map[string]bool{}
 	for _, rec := range r.w.records() {
 		sb := sbs[rec.name]
@@ -174,6 +178,8 @@ func (r *run) look(ctx context.Context, lost func(rec *record, why string)) (sta
 		live[string(rec.uid)] = true
 		if c := meta.FindStatusCondition(sb.Status.Conditions, sandboxv1.ConditionReady); c == nil || c.Status != metav1.ConditionTrue {
 			st.notReady = append(st.notReady, describeReady(sb, c))
+		} else if rec.rotating && !r.rotated(ctx, rec, st.containers) {
+			st.notReady = append(st.notReady, sb.Name+": its Secret was deleted; new passwords and containers not seen yet")
 		}
 	}
 	for _, rec := range r.w.goneRecords() {
@@ -183,9 +189,6 @@ func (r *run) look(ctx context.Context, lost func(rec *record, why string)) (sta
 			continue
 		}
 		r.w.forgetGone(ctx, rec)
-	}
-	if st.containers, err = r.h.containers(ctx, r.instance); err != nil {
-		return st, err
 	}
 	for _, c := range st.containers {
 		if !live[c.uid] {
@@ -239,4 +242,19 @@ func (r *run) passwords(ctx context.Context, rec *record) (map[string]string, er
 		}
 	}
 	return out, nil
+}
+
+// rotated says whether a Sandbox whose Secret was deleted has new passwords and
+// a new container for every service.
+func (r *run) rotated(ctx context.Context, rec *record, cs []container) bool {
+	pw, err := r.passwords(ctx, rec)
+	if err != nil || maps.Equal(pw, rec.passwords) {
+		return false
+	}
+	for _, c := range cs {
+		if c.uid == string(rec.uid) && c.id == rec.containers[c.engine] {
+			return false
+		}
+	}
+	return true
 }

@@ -96,7 +96,8 @@ func (r *run) execute(ctx context.Context) []violation {
 	wg.Go(func() { r.sampler.run(runCtx, r.h, r.instance) })
 	defer func() { stop(); wg.Wait() }()
 
-	warm := &cycle{n: 0, fault: "none (warm-up)", start: time.Now()}
+	warm := &cycle{n: 0, fault: "none (warm-up)", start: time.Now(),
+		cause: cause{sandboxes: map[string]bool{}, services: map[string]bool{}}}
 	r.mu.Lock()
 	r.cycle = warm
 	r.mu.Unlock()
@@ -146,6 +147,13 @@ func (r *run) check(ctx context.Context, c *cycle) {
 	}
 	for _, d := range r.sampler.take() {
 		r.violate(invTwo, d)
+	}
+	// A deleted Secret explains new passwords and containers until both are seen.
+	for _, rec := range r.w.records() {
+		if rec.rotating {
+			c.cause.sandboxes[string(rec.uid)] = true
+			rec.rotating = !r.rotated(ctx, rec, st.containers)
+		}
 	}
 	r.checkServices(ctx, c, st.containers)
 	r.checkPasswords(ctx, c)

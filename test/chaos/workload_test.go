@@ -27,7 +27,10 @@ type record struct {
 	deleteAsked bool
 	passwords   map[string]string // the Secret's password keys, as first seen
 	containers  map[string]string // engine → container ID at the last check
-	born        time.Time
+	// rotating is set when the suite deleted its Secret, until new passwords
+	// and new containers are seen.
+	rotating bool
+	born     time.Time
 }
 
 // workload keeps between minLive and maxLive Sandboxes, creating and deleting them
