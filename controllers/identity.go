@@ -13,6 +13,7 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
+	"github.com/roboco-sandbox/sandbox-controller/internal/chaosplant"
 	dd "github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver"
 )
 
@@ -42,7 +43,7 @@ func (r *SandboxReconciler) reconcileDockerHost(ctx context.Context, sb *sandbox
 			"bound to Docker host %s", describeHost(*sb.Status.DockerHost))
 		logf.FromContext(ctx).Info("Sandbox bound to its Docker host", "hostID", current.ID, "daemonID", current.DaemonID, "hostName", current.Name)
 		return ctrl.Result{}, true, nil
-	case bound.ID != current.ID:
+	case bound.ID != current.ID && !chaosplant.Active(chaosplant.IdentitySkipped):
 		wrongHost(sb, wrongHostMessage(*bound, current, "nothing is created, removed or judged for it here; run a manager against that host"))
 		return r.memory.pace(ctx, sb, ctrl.Result{RequeueAfter: jitter(hostRecheck)}), false, r.patchStatus(ctx, before, sb)
 	}
