@@ -1,0 +1,158 @@
+package fake
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	dd "github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver"
+)
+
+// ExecRule makes execs behave as a test needs, e.g. a probe that never
+// succeeds.
+type ExecRule struct {
+	// Container restricts the rule to one container name or ID ("": any).
+	Container string
+	// Result is returned instead of running the command.
+	Result dd.ExecResult
+	// Hang makes the exec never finish, so it times out.
+	Hang bool
+	// Times is how many execs it applies to (0: until cleared).
+	Times int
+}
+
+type execRule struct {
+	ExecRule
+	left int
+}
+
+// OnExec adds an exec rule (the latest added wins); clear removes it.
+func (f *Driver) OnExec(r ExecRule) (clear func()) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	e := &execRule{ExecRule: r, left: r.Times}
+	f.execRules = append([]*execRule{e}, f.execRules...)
+	return func() {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		f.execRules = slices.DeleteFunc(f.execRules, func(x *execRule) bool { return x == e })
+	}
+}
+
+func (f *Driver) matchExec(c *ctr) *ExecRule {
+	for i, r := range f.execRules {
+		if r.Container != "" && r.Container != c.c.Name && r.Container != c.c.ID {
+			continue
+		}
+		out := r.ExecRule
+		if r.Times > 0 {
+			r.left--
+			if r.left == 0 {
+				f.execRules = append(f.execRules[:i], f.execRules[i+1:]...)
+			}
+		}
+		return &out
+	}
+	return nil
+}
+
+// Exec runs a Script command (others exit 0 at once), or what an ExecRule says.
+func (f *Driver) Exec(ctx context.Context, nameOrID string, spec dd.ExecSpec) (dd.ExecResult, error) {
+	ref := dd.ExecRef(nameOrID, spec.Cmd)
+	timeout := cmp.Or(spec.Timeout, dd.DefaultExecTimeout)
+	ectx, cancel := context.WithTimeout(ctx, timeout)
+	err := f.enter(ectx, VerbExec, f.refsOf(nameOrID)...)
+	cancel()
+	switch {
+	case err != nil && ctx.Err() == nil && errors.Is(ectx.Err(), context.DeadlineExceeded):
+		return dd.ExecResult{}, dd.TimeoutError("exec", ref, timeout)
+	case err != nil:
+		return dd.ExecResult{}, err
+	}
+	if nameOrID == "" || len(spec.Cmd) == 0 {
+		return dd.ExecResult{}, dd.NewError("exec", ref, dd.ErrInvalid, errors.New("need a container and a command"))
+	}
+	limit := cmp.Or(spec.OutputLimit, dd.DefaultOutputLimit)
+
+	f.mu.Lock()
+	c := f.resolve(nameOrID)
+	if c == nil {
+		f.mu.Unlock()
+		return dd.ExecResult{}, noSuchContainer("exec", ref)
+	}
+	if c.c.State != dd.StateRunning {
+		f.mu.Unlock()
+		return dd.ExecResult{}, dd.NewError("exec", ref, dd.ErrConflict,
+			fmt.Errorf("Error response from daemon: Container %s is not running", c.c.ID))
+	}
+	rule := f.matchExec(c)
+	env := append(slices.Clone(c.c.Env), dd.ContainerSpec{Env: spec.Env}.EnvList()...)
+	files := maps.Clone(c.files)
+	f.mu.Unlock()
+
+	var res dd.ExecResult
+	var runFor time.Duration
+	hang := false
+	switch s, ok := parseScript(spec.Cmd); {
+	case rule != nil:
+		res, hang = rule.Result, rule.Hang
+	case ok:
+		res.Stdout, res.Stderr = s.output(env, files)
+		res.ExitCode = s.Exit
+		runFor = s.Sleep
+		hang = s.Sleep == Forever || s.Sleep > timeout
+	}
+	if hang {
+		runFor = timeout
+	}
+	if runFor > 0 {
+		t := time.NewTimer(runFor)
+		defer t.Stop()
+		select {
+		case <-ctx.Done():
+			return dd.ExecResult{}, dd.NewError("exec", ref, kindOfCtx(ctx.Err()), ctx.Err())
+		case <-t.C:
+		}
+	}
+	if hang {
+		return dd.ExecResult{}, dd.TimeoutError("exec", ref, timeout)
+	}
+	var cut1, cut2 bool
+	res.Stdout, cut1 = keepTail(res.Stdout, limit)
+	res.Stderr, cut2 = keepTail(res.Stderr, limit)
+	res.Truncated = res.Truncated || cut1 || cut2
+	return res, nil
+}
+
+func keepTail(s string, limit int) (string, bool) {
+	if len(s) <= limit {
+		return s, false
+	}
+	return s[len(s)-limit:], true
+}
+
+// LogsTail returns the last lines the container's script wrote.
+func (f *Driver) LogsTail(ctx context.Context, nameOrID string, n int) (string, error) {
+	if err := f.enter(ctx, VerbLogsTail, f.refsOf(nameOrID)...); err != nil {
+		return "", err
+	}
+	if nameOrID == "" {
+		return "", dd.NewError("logs", nameOrID, dd.ErrInvalid, errors.New("empty container name"))
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	c := f.resolve(nameOrID)
+	if c == nil {
+		return "", noSuchContainer("logs", nameOrID)
+	}
+	if n <= 0 {
+		n = 20
+	}
+	out, _ := keepTail(strings.Join(c.logs[max(0, len(c.logs)-n):], ""), 16<<10)
+	return out, nil
+}

@@ -1,0 +1,117 @@
+package fake
+
+import (
+	"errors"
+	"slices"
+	"time"
+
+	dd "github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver"
+)
+
+// SeedContainer puts a container on the host without a driver call (not
+// counted, no faults, no ownership label needed): an owner agent, a
+// foreign container, a leftover. Its image is added if missing.
+func (f *Driver) SeedContainer(spec dd.ContainerSpec, start bool) (dd.Container, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.resolveName(spec.Name) != nil {
+		return dd.Container{}, dd.NewError("seed", spec.Name, dd.ErrConflict, errors.New("name in use"))
+	}
+	if key, err := dd.NormalizeRef(spec.Image); err == nil {
+		if _, ok := f.images[key]; !ok {
+			f.images[key] = Image{}
+		}
+	}
+	if spec.Network != "" {
+		f.networks[spec.Network] = true
+	}
+	c, err := f.create(spec)
+	if err != nil {
+		return dd.Container{}, err
+	}
+	c.write(spec.Files)
+	if start {
+		f.start(c)
+	}
+	return c.snapshot(), nil
+}
+
+// Peek returns a container without a driver call.
+func (f *Driver) Peek(nameOrID string) (dd.Container, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	c := f.resolve(nameOrID)
+	if c == nil {
+		return dd.Container{}, false
+	}
+	return c.snapshot(), true
+}
+
+// File returns a file written into a container (ContainerSpec.Files), without
+// a driver call.
+func (f *Driver) File(nameOrID, path string) ([]byte, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	c := f.resolve(nameOrID)
+	if c == nil {
+		return nil, false
+	}
+	content, ok := c.files[path]
+	return slices.Clone(content), ok
+}
+
+// ExitContainer makes a running container exit with code after a delay
+// (0: now), emitting a die event.
+func (f *Driver) ExitContainer(nameOrID string, code int, after time.Duration) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	c := f.resolve(nameOrID)
+	if c == nil {
+		return noSuchContainer("exit", nameOrID)
+	}
+	if after <= 0 {
+		f.exit(c, code, false)
+	} else {
+		f.exitLater(c, code, after)
+	}
+	return nil
+}
+
+// AppendLogs adds lines to a container's log, as its process would print them.
+func (f *Driver) AppendLogs(nameOrID string, lines ...string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	c := f.resolve(nameOrID)
+	if c == nil {
+		return noSuchContainer("logs", nameOrID)
+	}
+	for _, l := range lines {
+		c.logs = append(c.logs, l+"\n")
+	}
+	return nil
+}
+
+// OOMKill makes a running container die of OOM now (exit 137, oom and die events).
+func (f *Driver) OOMKill(nameOrID string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	c := f.resolve(nameOrID)
+	if c == nil {
+		return noSuchContainer("oom", nameOrID)
+	}
+	f.exit(c, 137, true)
+	return nil
+}
+
+// DeleteContainer removes a container behind the driver's back, as
+// someone's `docker rm -fv` would (events included).
+func (f *Driver) DeleteContainer(nameOrID string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	c := f.resolve(nameOrID)
+	if c == nil {
+		return noSuchContainer("delete", nameOrID)
+	}
+	f.destroy(c)
+	return nil
+}
