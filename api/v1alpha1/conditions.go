@@ -107,3 +107,11 @@ const (
 	// to; nothing is created, removed or judged until it can.
 	ReasonDockerHostUnproven = "DockerHostUnproven"
 )
+
+// Reasons of a SandboxPool's Ready condition.
+const (
+	// ReasonFull: every wanted member is started and answers its probe.
+	ReasonFull = "Full"
+	// ReasonFilling: members are being made or probed; the message says how many.
+	ReasonFilling = "Filling"
+)

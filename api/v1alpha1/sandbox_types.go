@@ -82,6 +82,12 @@ type SandboxSpec struct {
 	// Default: the manager's --update-strategy.
 	// +optional
 	UpdateStrategy UpdateStrategyType `json:"updateStrategy,omitempty"`
+
+	// pools says whether the services may claim warm members of SandboxPools in
+	// the Sandbox's namespace (default: any pool whose class matches), or always
+	// start cold (policy: Never). No match, or an empty pool, starts cold.
+	// +optional
+	Pools *PoolSelection `json:"pools,omitempty"`
 }
 
 // UpdateStrategyType is OnDelete or RollingUpdate, as a StatefulSet's.
