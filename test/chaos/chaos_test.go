@@ -274,6 +274,21 @@ func (h *harness) startOwner(ctx context.Context, agentID string) error {
 	return err
 }
 
+// startStoppedOwners starts the owner containers a daemon restart left exited,
+// as an agent platform restarts its agents: Docker's restart policy alone does
+// not always (a containerd task left behind refuses the restart), and a Sandbox
+// whose owner stays exited is rightly deleted after the grace period.
+func (h *harness) startStoppedOwners(ctx context.Context) {
+	cctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	out, err := h.daemon.docker(cctx, "ps", "-a", "-q", "--filter", "label="+testLabel+"="+h.id,
+		"--filter", "name=roboco-agent-", "--filter", "status=exited", "--filter", "status=created")
+	if err != nil || strings.TrimSpace(out) == "" {
+		return
+	}
+	_, _ = h.daemon.docker(cctx, append([]string{"start"}, strings.Fields(out)...)...)
+}
+
 func (h *harness) removeOwner(ctx context.Context, rec *record) {
 	if rec.owned {
 		cctx, cancel := context.WithTimeout(ctx, 20*time.Second)

@@ -42,6 +42,15 @@ func newDaemon(id, logDir string) *daemon {
 	}
 }
 
+func (d *daemon) execRootFor(dataRoot string) string {
+	if dataRoot == d.altRoot {
+		return d.execRoot + "-alt"
+	}
+	return d.execRoot
+}
+
+func (d *daemon) ownerFile() string { return "/run/sbxc-" + d.id + ".owner" }
+
 // host is the daemon's address, as DOCKER_HOST says it.
 func (d *daemon) host() string { return "unix://" + d.socket }
 
@@ -70,7 +79,9 @@ func (d *daemon) start(dataRoot string) error {
 	if err != nil {
 		return err
 	}
-	d.cmd = exec.Command("dockerd", "--host", d.host(), "--data-root", dataRoot, "--exec-root", d.execRoot,
+	// Note: an exec root of each data root's own: the other host's containerd
+	// state must not collide with this one's (a task left there refuses a restart).
+	d.cmd = exec.Command("dockerd", "--host", d.host(), "--data-root", dataRoot, "--exec-root", d.execRootFor(dataRoot),
 		"--pidfile", d.pidFile, "--bridge", d.bridge, "--iptables=false", "--ip-masq=false")
 	d.cmd.Stdout, d.cmd.Stderr = logf, logf
 	// Note: its own process group, so that a signal meant for the test leaves it be
@@ -81,6 +92,9 @@ func (d *daemon) start(dataRoot string) error {
 		return err
 	}
 	d.current = dataRoot
+	// The test process that runs this daemon: removeStale leaves a daemon alone
+	// only while that process lives.
+	_ = os.WriteFile(d.ownerFile(), []byte(strconv.Itoa(os.Getpid())), 0o600)
 	go func(c *exec.Cmd) { _ = c.Wait(); _ = logf.Close() }(d.cmd)
 	deadline := time.Now().Add(60 * time.Second)
 	for time.Now().Before(deadline) {
@@ -95,10 +109,10 @@ func (d *daemon) start(dataRoot string) error {
 // stop sends SIGTERM (dockerd then stops its containers) and waits for the
 // process to go.
 func (d *daemon) stop() {
-	if d.cmd == nil || d.cmd.Process == nil {
+	p := d.process()
+	if p == nil {
 		return
 	}
-	p := d.cmd.Process
 	_ = p.Signal(syscall.SIGTERM)
 	deadline := time.Now().Add(60 * time.Second)
 	for time.Now().Before(deadline) && p.Signal(syscall.Signal(0)) == nil {
@@ -109,6 +123,24 @@ func (d *daemon) stop() {
 		time.Sleep(time.Second)
 	}
 	d.cmd = nil
+}
+
+// process is the running dockerd: this run's, or one an earlier run left (its
+// pid file).
+func (d *daemon) process() *os.Process {
+	if d.cmd != nil && d.cmd.Process != nil {
+		return d.cmd.Process
+	}
+	b, err := os.ReadFile(d.pidFile)
+	if err != nil {
+		return nil
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || syscall.Kill(pid, 0) != nil {
+		return nil
+	}
+	p, _ := os.FindProcess(pid)
+	return p
 }
 
 // restart stops dockerd and starts it again on dataRoot.
@@ -143,7 +175,7 @@ func (d *daemon) loadImages(refs []string) error {
 // teardown stops dockerd and removes everything the daemon made: its containers
 // and volumes go with its data roots, then the bridge and the runtime files.
 func (d *daemon) teardown() {
-	if d.cmd != nil {
+	if d.process() != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		if out, err := d.docker(ctx, "ps", "-aq"); err == nil && strings.TrimSpace(out) != "" {
 			_, _ = d.docker(ctx, append([]string{"rm", "-fv"}, strings.Fields(out)...)...)
@@ -158,30 +190,35 @@ func (d *daemon) teardown() {
 	}
 	_ = exec.Command("ip", "link", "del", d.bridge).Run()
 	_ = os.RemoveAll(d.execRoot)
+	_ = os.RemoveAll(d.execRoot + "-alt")
 	_ = os.Remove(d.socket)
 	_ = os.Remove(d.pidFile)
+	_ = os.Remove(d.ownerFile())
 }
 
-// removeStale removes what an earlier run killed outright left behind: the data
-// roots, exec roots and bridges of suite daemons whose dockerd no longer runs.
+// removeStale removes what an earlier run killed outright left behind: the
+// daemons (stopped, with their containers), data roots, exec roots and bridges
+// of suite daemons whose test process is gone.
 func removeStale() {
 	roots, _ := filepath.Glob("/run/sbxc-*")
+	seen := map[string]bool{}
 	for _, root := range roots {
-		id := strings.TrimSuffix(strings.TrimSuffix(strings.TrimPrefix(root, "/run/sbxc-"), ".pid"), ".sock")
-		if running(id) {
+		id := strings.TrimSuffix(filepath.Base(root), filepath.Ext(root))
+		id = strings.TrimSuffix(strings.TrimPrefix(id, "sbxc-"), "-alt")
+		if seen[id] || ownerRuns(id) {
 			continue
 		}
-		d := newDaemon(id, os.TempDir())
-		d.teardown()
+		seen[id] = true
+		newDaemon(id, os.TempDir()).teardown()
 	}
 }
 
-// running says whether the dockerd of the suite daemon id runs.
-func running(id string) bool {
-	b, err := os.ReadFile("/run/sbxc-" + id + ".pid")
+// ownerRuns says whether the test process that started the suite daemon id runs.
+func ownerRuns(id string) bool {
+	b, err := os.ReadFile("/run/sbxc-" + id + ".owner")
 	if err != nil {
 		return false
 	}
 	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-	return err == nil && syscall.Kill(pid, 0) == nil
+	return err == nil && pid != os.Getpid() && syscall.Kill(pid, 0) == nil
 }

@@ -113,7 +113,11 @@ func (r *run) restartDockerd(down time.Duration) error {
 	if n := len(r.w.records()); n > 0 {
 		r.stats.downRates = append(r.stats.downRates, float64(calls)/took.Minutes()/float64(n))
 	}
-	return r.h.daemon.start(r.h.daemon.dataRoot)
+	if err := r.h.daemon.start(r.h.daemon.dataRoot); err != nil {
+		return err
+	}
+	r.h.startStoppedOwners(context.Background())
+	return nil
 }
 
 // deleteSecret deletes a random live Sandbox's Secret, as a user might.
@@ -178,5 +182,9 @@ func (r *run) swapHost(ctx context.Context, hold time.Duration) error {
 	if len(acted) > 0 {
 		r.violate(invForeign, fmt.Sprintf("while the manager talked to another Docker host: %s (creates by name: %v)", strings.Join(acted, ", "), creates))
 	}
-	return r.h.daemon.restart(r.h.daemon.dataRoot)
+	if err := r.h.daemon.restart(r.h.daemon.dataRoot); err != nil {
+		return err
+	}
+	r.h.startStoppedOwners(ctx)
+	return nil
 }
