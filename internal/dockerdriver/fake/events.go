@@ -55,17 +55,23 @@ func (f *Driver) Events(ctx context.Context, filter dd.EventFilter) <-chan dd.Ev
 }
 
 // emit queues an event for every matching stream. Callers hold f.mu.
-func (f *Driver) emit(c *ctr, t dd.EventType, exitCode int) {
-	if f.eventsDropped {
-		return
-	}
-	e := dd.Event{
+func (f *Driver) emit(c *ctr, t dd.EventType, exitCode int) { f.deliver(newEvent(c, t, exitCode)) }
+
+func newEvent(c *ctr, t dd.EventType, exitCode int) dd.Event {
+	return dd.Event{
 		Type:     t,
 		ID:       c.c.ID,
 		Name:     c.c.Name,
 		Labels:   maps.Clone(c.c.Labels),
 		ExitCode: exitCode,
 		Time:     time.Now(),
+	}
+}
+
+// deliver queues e for every stream whose filter it matches. Callers hold f.mu.
+func (f *Driver) deliver(e dd.Event) {
+	if f.eventsDropped {
+		return
 	}
 	for s := range f.subs {
 		if hasLabels(e.Labels, s.filter.Labels) &&
