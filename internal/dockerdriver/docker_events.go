@@ -6,6 +6,7 @@ import (
 	"maps"
 	"math/rand/v2"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/moby/moby/api/types/events"
@@ -13,7 +14,7 @@ import (
 )
 
 // lifecycle is the set of container actions Events reports.
-var lifecycle = []EventType{EventCreate, EventStart, EventDie, EventOOM, EventDestroy, EventPause, EventUnpause}
+var lifecycle = []EventType{EventCreate, EventStart, EventDie, EventOOM, EventDestroy, EventPause, EventUnpause, EventRename}
 
 // Events streams container lifecycle events; see Driver.Events.
 //
@@ -138,7 +139,8 @@ func fromMessage(m events.Message) Event {
 	if code, ok := attrs["exitCode"]; ok {
 		e.ExitCode, _ = strconv.Atoi(code)
 	}
-	for _, k := range []string{"name", "image", "exitCode", "signal", "execDuration"} {
+	e.OldName = strings.TrimPrefix(attrs["oldName"], "/") // Docker's own form, "/name"
+	for _, k := range []string{"name", "image", "exitCode", "signal", "execDuration", "oldName"} {
 		delete(attrs, k)
 	}
 	e.Labels = attrs

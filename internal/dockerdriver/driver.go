@@ -59,6 +59,13 @@ type Driver interface {
 	// Remove stops the container (SIGTERM, then SIGKILL after stopTimeout)
 	// and removes it together with its anonymous volumes. Absent is success.
 	Remove(ctx context.Context, nameOrID string, stopTimeout time.Duration) error
+	// Rename gives the container nameOrID the name newName and frees its old
+	// one; its ID, labels, state and networks stay (a running container answers
+	// to the new name on its networks at once). A newName held by another
+	// container is a *ConflictError naming that one. Like Docker, it refuses
+	// the container's current name (ErrInvalid): a retried rename that already
+	// happened fails, so a caller in doubt should Inspect.
+	Rename(ctx context.Context, nameOrID, newName string) error
 
 	// Events streams container lifecycle events matching filter until ctx
 	// ends, then closes the channel. The stream survives daemon restarts:
@@ -305,6 +312,8 @@ const (
 	// resumed it.
 	EventPause   EventType = "pause"
 	EventUnpause EventType = "unpause"
+	// EventRename: the container was renamed; the event's Name is the new one.
+	EventRename EventType = "rename"
 	// EventLost says the stream broke (or could not connect at all): from
 	// now until the EventResync that follows, events may be missed, so a
 	// consumer must not act on the absence of events. Sent once per outage.
@@ -323,5 +332,7 @@ type Event struct {
 	Labels map[string]string
 	// ExitCode is set on die events.
 	ExitCode int
-	Time     time.Time
+	// OldName is set on rename events: the name the container gave up.
+	OldName string
+	Time    time.Time
 }

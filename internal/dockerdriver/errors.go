@@ -92,27 +92,36 @@ func (e *Error) Unwrap() []error {
 	return out
 }
 
-// ConflictError says a container name is taken by a container that is not
-// provably ours. It matches ErrConflict. The caller decides what to do (e.g.
-// remove it if the Sandbox its labels name no longer exists); the driver
-// never touches it.
+// ConflictError says a container name is taken by another container: one
+// that is not provably ours, at create, or any other, at a rename. It matches
+// ErrConflict. The caller decides what to do (e.g. remove it if the Sandbox its
+// labels name no longer exists); the driver never touches it.
 type ConflictError struct {
 	Name string
+	// From is set when a rename found Name taken: the container being renamed.
+	From string
 	// OwnerLabel and Want are the label and value that would have proved
-	// ownership.
+	// ownership (create only).
 	OwnerLabel, Want string
 	// Existing is the container holding the name.
 	Existing Container
 }
 
 func (e *ConflictError) Error() string {
+	what := "create " + e.Name
+	if e.From != "" {
+		what = "rename " + e.From + " to " + e.Name
+	}
+	msg := fmt.Sprintf("%s: conflict: the name is taken by container %s", what, ShortID(e.Existing.ID))
+	if e.OwnerLabel == "" {
+		return msg
+	}
 	got, ok := e.Existing.Labels[e.OwnerLabel]
 	have := "it has no " + e.OwnerLabel + " label"
 	if ok {
 		have = fmt.Sprintf("its %s is %q", e.OwnerLabel, got)
 	}
-	return fmt.Sprintf("create %s: conflict: the name is taken by container %s, which is not ours (%s, want %q)",
-		e.Name, ShortID(e.Existing.ID), have, e.Want)
+	return fmt.Sprintf("%s, which is not ours (%s, want %q)", msg, have, e.Want)
 }
 
 // Is makes errors.Is(err, ErrConflict) true.

@@ -30,6 +30,8 @@ func TestErrorText(t *testing.T) {
 			`create pg-a: conflict: the name is taken by container 0123456789ab, which is not ours (its uid is "u2", want "u1")`},
 		{&ConflictError{Name: "pg-a", OwnerLabel: "uid", Want: "u1", Existing: Container{ID: "abc"}},
 			`create pg-a: conflict: the name is taken by container abc, which is not ours (it has no uid label, want "u1")`},
+		{&ConflictError{Name: "pg-b", From: "pg-a", Existing: Container{ID: "0123456789abcdef"}},
+			`rename pg-a to pg-b: conflict: the name is taken by container 0123456789ab`},
 	} {
 		if got := tc.err.Error(); got != tc.want {
 			t.Errorf("got %q, want %q", got, tc.want)
@@ -134,6 +136,18 @@ func TestFromMessage(t *testing.T) {
 	if e.Type != EventDie || e.ID != "abc" || e.Name != "pg-a" || e.ExitCode != 137 ||
 		len(e.Labels) != 1 || e.Labels["sandbox.roboco.io/uid"] != "u1" || e.Time.UnixNano() != 1_700_000_000_123_456_789 {
 		t.Errorf("fromMessage = %+v", e)
+	}
+}
+
+func TestFromMessageRename(t *testing.T) {
+	e := fromMessage(events.Message{
+		Type: events.ContainerEventType, Action: events.ActionRename, TimeNano: 1,
+		Actor: events.Actor{ID: "abc", Attributes: map[string]string{
+			"name": "pg-b", "oldName": "/pg-a", "image": "postgres:16", "sandbox.roboco.io/uid": "u1",
+		}},
+	})
+	if e.Type != EventRename || e.Name != "pg-b" || e.OldName != "pg-a" || len(e.Labels) != 1 || e.Labels["sandbox.roboco.io/uid"] != "u1" {
+		t.Errorf("fromMessage = %+v, want a rename of pg-a to pg-b with one label", e)
 	}
 }
 

@@ -4,7 +4,7 @@
 //
 // What it models: images (local and in a registry, with declared volumes),
 // shared pulls with progress and timeout, containers and their lifecycle
-// (created, running, exited), name conflicts and adoption, anonymous
+// (created, running, exited), renames, name conflicts and adoption, anonymous
 // volumes, networks and aliases, exec, logs, lifecycle events with drops
 // and resyncs, and Docker's error kinds and messages.
 //
@@ -43,6 +43,7 @@ const (
 	VerbExec            Verb = "Exec"
 	VerbLogsTail        Verb = "LogsTail"
 	VerbRemove          Verb = "Remove"
+	VerbRename          Verb = "Rename"
 	VerbEvents          Verb = "Events"
 	VerbHostIdentity    Verb = "HostIdentity"
 	VerbPlantIdentity   Verb = "PlantHostIdentity"
@@ -52,7 +53,7 @@ const (
 var ops = map[Verb]string{
 	VerbPing: "ping", VerbImagePresent: "image inspect", VerbPullImage: "pull",
 	VerbCreateContainer: "create", VerbInspect: "inspect", VerbList: "list",
-	VerbExec: "exec", VerbLogsTail: "logs", VerbRemove: "remove", VerbEvents: "events",
+	VerbExec: "exec", VerbLogsTail: "logs", VerbRemove: "remove", VerbRename: "rename", VerbEvents: "events",
 	VerbHostIdentity: "host identity", VerbPlantIdentity: "plant host identity",
 }
 
