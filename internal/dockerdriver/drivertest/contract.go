@@ -45,6 +45,9 @@ func RunContract(t *testing.T, newDriver NewDriver) {
 		{"List", c.list},
 		{"LogsTail", c.logsTail},
 		{"Remove", c.remove},
+		{"RenameKeepsTheContainerAndFreesTheOldName", c.renameKeeps},
+		{"RenameConflictsWithTheNameHolder", c.renameConflicts},
+		{"RenameRefusesMissingSameAndInvalid", c.renameRefuses},
 		{"EventsOrder", c.eventsOrder},
 		{"EventsResyncAfterDisconnect", c.eventsResync},
 		{"PullPresentIsNoop", c.pullPresent},
@@ -452,6 +455,7 @@ func (c contract) callsHaveDeadlines(t *testing.T) {
 			_, err := d.CreateContainer(ctx, spec(env, "stalled", Script{Sleep: Forever}))
 			return err
 		}, nil},
+		{"rename", func() error { return d.Rename(ctx, s.Name, s.Name+"-renamed") }, nil},
 		{"remove", func() error { return d.Remove(ctx, s.Name, 0) }, nil},
 		{"exec", func() error {
 			_, err := d.Exec(ctx, s.Name, dd.ExecSpec{Cmd: env.Command(Script{}), Timeout: budget})
