@@ -1,8 +1,10 @@
 package engine
 
 import (
+	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -53,9 +55,35 @@ func (r redis) Container(password string, features []string) Container {
 	return Container{
 		Cmd:     cmd,
 		Tmpfs:   r.Tmpfs(),
-		Secrets: map[string]string{redisConfig: "requirepass " + password + "\n"},
+		Secrets: map[string]string{redisConfig: "requirepass " + redisConfigValue(password) + "\n"},
 		CapAdd:  slices.Clone(dropToUserCaps),
 	}
+}
+
+// redisConfigValue is password as one argument of a redis.conf line: as it is
+// unless it holds a blank, a quote or a control character (which split or quote
+// an argument), else double-quoted with \\, \" and \xHH escapes.
+func redisConfigValue(password string) string {
+	if password != "" && !strings.ContainsFunc(password, func(r rune) bool {
+		return r <= ' ' || r == 0x7f || r == '"' || r == '\''
+	}) {
+		return password
+	}
+	var b strings.Builder
+	b.WriteByte('"')
+	for _, c := range []byte(password) {
+		switch {
+		case c == '"' || c == '\\':
+			b.WriteByte('\\')
+			b.WriteByte(c)
+		case c < ' ' || c == 0x7f:
+			fmt.Fprintf(&b, "\\x%02x", c)
+		default:
+			b.WriteByte(c)
+		}
+	}
+	b.WriteByte('"')
+	return b.String()
 }
 
 // Probe pings over TCP on the container's address; the password travels in
