@@ -48,6 +48,14 @@ type Engine interface {
 	Publish(host, password string) map[string]string
 	// PasswordKey is the published variable that holds the password.
 	PasswordKey() string
+	// Rotate is one step, run inside the service container against addr (the container's own
+	// non-loopback address), that makes newPassword the service's password and proves it: it passes only
+	// when a login with newPassword works afterwards. It is idempotent and safe to repeat after a crash at
+	// any point: it succeeds whether the service currently has oldPassword or already newPassword.
+	// It also rewrites the engine's secret files (Container().Secrets) to hold newPassword, so nothing in
+	// the container still carries the earlier password. Passwords travel in the exec's Env, never in argv.
+	// A Step with a nil Argv means the engine cannot rotate, and so cannot be pooled.
+	Rotate(oldPassword, newPassword, addr string) Step
 }
 
 // Images are an engine's light image and the kitchen-sink image any feature selects.

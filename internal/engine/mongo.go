@@ -79,6 +79,28 @@ func (m mongo) Publish(host, password string) map[string]string {
 }
 func (mongo) PasswordKey() string { return "ROBOCO_TEST_MONGO_PASSWORD" }
 
+// mongoRotateJS logs in with the old password, else the new one (a repeat),
+// runs updateUser (FerretDB has it too, with the same SCRAM mechanisms), and
+// proves a fresh login with the new password. Passwords come from the environment;
+// the script sits in single quotes in sh, so it has none. It is one function call,
+// so mongosh prints no completion value.
+const mongoRotateJS = `(() => {
+const env = process.env, host = env.ADDR.includes(":") ? "[" + env.ADDR + "]" : env.ADDR;
+const login = (pw) => connect("mongodb://` + mongoUser + `:" + encodeURIComponent(pw) + "@" + host + ":" + env.PORT +
+	"/` + mongoAuthDB + `?directConnection=true&serverSelectionTimeoutMS=3000");
+let c;
+try { c = login(env.OLD_PASSWORD || "-"); } catch (e) { c = login(env.NEW_PASSWORD); }
+const r = c.adminCommand({updateUser: "` + mongoUser + `", pwd: env.NEW_PASSWORD});
+if (!r.ok) { throw new Error("updateUser: " + JSON.stringify(r)); }
+if (login(env.NEW_PASSWORD).adminCommand({ping: 1}).ok !== 1) { throw new Error("a login with the new password failed"); }
+})()`
+
+// Rotate: see Engine. Note: each mongosh run boots Node.js, seconds of CPU on a
+// busy host, hence the longer timeout.
+func (m mongo) Rotate(oldPassword, newPassword, addr string) Step {
+	return rotateStep(m, "\tmongosh --nodb --quiet --eval '"+mongoRotateJS+"'", oldPassword, newPassword, addr, nil, 30*time.Second)
+}
+
 func (m mongo) uri(password, addr string) string {
 	u := url.URL{
 		Scheme:   "mongodb",

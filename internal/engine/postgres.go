@@ -100,6 +100,30 @@ func (p postgres) Publish(host, password string) map[string]string {
 }
 func (postgres) PasswordKey() string { return "ROBOCO_TEST_DB_PASSWORD" }
 
+// postgresRotate sets the password over the unix socket, which the image's
+// pg_hba trusts (initdb --auth-local=trust, in the official image too), so it works
+// whichever password the role has now; where the socket is refused it logs in over
+// TCP with the old password, then the new one (a repeat). The literal is escaped by
+// doubling quotes (standard_conforming_strings is on by default). Note: a failed
+// statement is logged with its text by default; the SETs keep it out of the log.
+const postgresRotate = `	lit=$(printf '%s' "$NEW_PASSWORD" | sed "s/'/''/g")
+	alter() {
+		psql -X -q -w -v ON_ERROR_STOP=1 -p "$PORT" -U ` + postgresUser + ` -d ` + postgresDB + ` "$@" <<SQL
+SET log_min_error_statement = panic;
+SET log_statement = 'none';
+ALTER ROLE "` + postgresUser + `" PASSWORD '$lit';
+SQL
+	}
+	alter || PGPASSWORD=$OLD_PASSWORD alter -h "$ADDR" || PGPASSWORD=$NEW_PASSWORD alter -h "$ADDR" ||
+		{ echo "ALTER ROLE failed over the socket and with the old and the new password" >&2; exit 1; }
+	[ "$(PGPASSWORD=$NEW_PASSWORD psql -X -q -w -tA -h "$ADDR" -p "$PORT" -U ` + postgresUser + ` -d ` + postgresDB + ` -c 'SELECT 1')" = 1 ] ||
+		{ echo "a login with the new password failed" >&2; exit 1; }`
+
+// Rotate: see Engine.
+func (p postgres) Rotate(oldPassword, newPassword, addr string) Step {
+	return rotateStep(p, postgresRotate, oldPassword, newPassword, addr, map[string]string{"PGCONNECT_TIMEOUT": "3"}, 20*time.Second)
+}
+
 // psql runs one statement as the sandbox user; the password travels in PGPASSWORD.
 func (p postgres) psql(password, addr, sql, expect string) Step {
 	return Step{
