@@ -53,6 +53,7 @@ func (r *SandboxReconciler) reconcileDelete(ctx context.Context, sb *sandboxv1.S
 		return ctrl.Result{}, fmt.Errorf("removing finalizer: %w", err)
 	}
 	r.forget(types.NamespacedName{Namespace: sb.Namespace, Name: sb.Name})
+	r.claims.forget(sb.UID)
 	return ctrl.Result{}, nil
 }
 
@@ -71,10 +72,11 @@ func (r *SandboxReconciler) deleteSecret(ctx context.Context, sb *sandboxv1.Sand
 	return nil
 }
 
-// teardown removes every container carrying the Sandbox's UID (stop, kill, remove with
-// volumes) in parallel, and lists again to confirm they are gone.
+// teardown removes every container of the Sandbox (ours: its UID's and its claimed
+// pool members; stop, kill, remove with volumes) in parallel, and lists again to
+// confirm they are gone.
 func (r *SandboxReconciler) teardown(ctx context.Context, sb *sandboxv1.Sandbox) (int, error) {
-	cs, err := r.Driver.List(ctx, uidSelector(sb))
+	cs, _, err := r.ours(ctx, sb)
 	if err != nil {
 		return 0, err
 	}
@@ -87,7 +89,7 @@ func (r *SandboxReconciler) teardown(ctx context.Context, sb *sandboxv1.Sandbox)
 	if err := errors.Join(errs...); err != nil {
 		return 0, err
 	}
-	left, err := r.Driver.List(ctx, uidSelector(sb))
+	left, _, err := r.ours(ctx, sb)
 	if err != nil {
 		return 0, err
 	}

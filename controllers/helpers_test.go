@@ -50,8 +50,8 @@ func newHost(opts ...fake.Option) *engineSim {
 	return sim
 }
 
-// newNamespace makes a namespace for one spec. When the spec ends, its Sandboxes are
-// deleted with their finalizers stripped, so no later manager (on another fake host)
+// newNamespace makes a namespace for one spec. When the spec ends, its Sandboxes
+// and SandboxPools are deleted with their finalizers stripped, so no later manager (on another fake host)
 // sees them.
 func newNamespace() string {
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "sbx-"}}
@@ -66,9 +66,19 @@ func newNamespace() string {
 			sb.Finalizers = nil
 			_ = client.IgnoreNotFound(k8sClient.Patch(ctx, sb, patch))
 		}
+		var pools sandboxv1.SandboxPoolList
+		Expect(k8sClient.List(ctx, &pools, client.InNamespace(ns.Name))).To(Succeed())
+		for i := range pools.Items {
+			p := &pools.Items[i]
+			_ = k8sClient.Delete(ctx, p)
+			patch := client.MergeFrom(p.DeepCopy())
+			p.Finalizers = nil
+			_ = client.IgnoreNotFound(k8sClient.Patch(ctx, p, patch))
+		}
 		Eventually(func() int {
 			Expect(k8sClient.List(ctx, &list, client.InNamespace(ns.Name))).To(Succeed())
-			return len(list.Items)
+			Expect(k8sClient.List(ctx, &pools, client.InNamespace(ns.Name))).To(Succeed())
+			return len(list.Items) + len(pools.Items)
 		}).Should(BeZero())
 	})
 	return ns.Name

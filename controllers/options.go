@@ -69,6 +69,10 @@ type Options struct {
 	// UpdateStrategy is when a running container behind the operator's settings
 	// is replaced, for a Sandbox that sets no spec.updateStrategy.
 	UpdateStrategy sandboxv1.UpdateStrategyType
+	// PoolRefills bounds the warm pool members being created at once, across
+	// pools, so refills leave the Docker daemon to claims and cold Sandboxes
+	// (0: 2).
+	PoolRefills int
 }
 
 // DefaultOptions are the manager's defaults.
@@ -86,6 +90,7 @@ func DefaultOptions() Options {
 		MaxCPU:        resource.MustParse("4"),
 		// Note: the operator's changes never wipe a running sandbox's data unless asked.
 		UpdateStrategy: sandboxv1.UpdateOnDelete,
+		PoolRefills:    2,
 	}
 }
 
@@ -219,6 +224,9 @@ func (o Options) validateResources(bad func(format string, args ...any)) {
 		bad("--max-cpu must be at least 10m (Docker's smallest CPU limit), such as 4 or 1500m, not %s", o.MaxCPU.String())
 	} else if o.DefaultCPU.Cmp(o.MaxCPU) > 0 {
 		bad("--default-cpu %s exceeds --max-cpu %s", o.DefaultCPU.String(), o.MaxCPU.String())
+	}
+	if o.PoolRefills < 0 || o.PoolRefills > 64 {
+		bad("--pool-refills must be 1 to 64 (0: the default, 2), not %d", o.PoolRefills)
 	}
 	if o.PidsLimit < 1 {
 		bad("--pids-limit must be at least 1, not %d", o.PidsLimit)

@@ -57,6 +57,11 @@ type SandboxReconciler struct {
 	memory *memory
 	// secrets watches the foreign Secrets that stall Sandboxes.
 	secrets *foreignSecrets
+	// claims are the claim records this manager wrote lately; poolKeys derive
+	// pool members' passwords; pokePool asks a pool to refill.
+	claims   recentClaims
+	poolKeys *poolKeys
+	pokePool func(types.NamespacedName)
 }
 
 // +kubebuilder:rbac:groups=sandbox.roboco.io,resources=sandboxes,verbs=get;list;watch;update;patch;delete
@@ -194,6 +199,12 @@ func (r *SandboxReconciler) defaults(mgr ctrl.Manager) error {
 		r.Driver = r.own.wrap(r.Driver)
 	}
 	r.memory = newMemory()
+	if r.poolKeys == nil {
+		r.poolKeys = newPoolKeys(mgr.GetClient(), mgr.GetAPIReader(), mgr.GetScheme())
+	}
+	if r.pokePool == nil {
+		r.pokePool = func(types.NamespacedName) {}
+	}
 	secrets, err := newForeignSecrets(mgr, r.enqueue)
 	if err != nil {
 		return err

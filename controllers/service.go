@@ -47,8 +47,10 @@ func (r *SandboxReconciler) reconcileService(ctx context.Context, w serviceWork,
 	case host.Vanished:
 		res.event(sandboxv1.EventRecreated, fmt.Sprintf("%s: container %s vanished; recreating it with the same credentials", w.svc.Engine.Name(), w.svc.Container.Name))
 		res.status.Restarts++
-		return r.ensureService(ctx, w, res)
-	case host.Absent, host.Created:
+		return r.provisionService(ctx, w, res)
+	case host.Absent:
+		return r.provisionService(ctx, w, res)
+	case host.Created:
 		return r.ensureService(ctx, w, res)
 	case host.Paused:
 		res.status.ContainerID = obs.Current.ID
@@ -118,6 +120,15 @@ func (r *SandboxReconciler) recreateStopped(ctx context.Context, w serviceWork, 
 	}
 	res.event(sandboxv1.EventRecreated, exitMsg+"; recreating it with the same credentials")
 	res.status.Restarts++
+	return r.provisionService(ctx, w, res)
+}
+
+// provisionService serves a service that has no container: a warm pool member
+// when one matches, else a cold container.
+func (r *SandboxReconciler) provisionService(ctx context.Context, w serviceWork, res serviceResult) serviceResult {
+	if claimed, ok := r.claimService(ctx, w, res); ok {
+		return claimed
+	}
 	return r.ensureService(ctx, w, res)
 }
 

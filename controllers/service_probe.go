@@ -8,20 +8,27 @@ import (
 
 	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
 	dd "github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver"
+	"github.com/roboco-sandbox/sandbox-controller/internal/host"
 )
 
 // probeService runs one bounded probe, then the feature steps once it passes.
 func (r *SandboxReconciler) probeService(ctx context.Context, w serviceWork, c dd.Container, addr string, res serviceResult) serviceResult {
 	e := w.svc.Engine
 	alreadyAnswered := w.prev.Ready && w.prev.ContainerID == c.ID
+	claimed := c.Labels[host.LabelPoolUID] != ""
 	if !alreadyAnswered {
 		passed, detail := r.host.Probe(ctx, w.svc, c, addr)
+		if !passed && claimed {
+			// A claim a crash cut short between its rename and its rotation.
+			passed, detail = r.rotateClaimed(ctx, w, c, addr)
+		}
 		sandboxMetrics.probeAttempts.WithLabelValues(e.Name(), map[bool]string{true: "success", false: "failure"}[passed]).Inc()
 		if !passed {
 			return r.probeFailed(ctx, w, c, detail, res)
 		}
 	}
-	featuresVerified := alreadyAnswered && slices.Equal(featureStrings(w.prev.Features), w.svc.Features)
+	// Note: a claimed member's pool verified its features (they are its class).
+	featuresVerified := claimed || alreadyAnswered && slices.Equal(featureStrings(w.prev.Features), w.svc.Features)
 	if len(w.svc.Features) > 0 && !featuresVerified {
 		if msg := r.host.Activate(ctx, w.svc, c, addr); msg != "" {
 			res.probes = part{reason: sandboxv1.ReasonFeatureVerifyFailed,

@@ -31,10 +31,15 @@ func (r *SandboxReconciler) reconcileServices(ctx context.Context, sb *sandboxv1
 			return ctrl.Result{RequeueAfter: jitter(stalledRecheck)}, nil
 		}
 	}
-	ours, err := r.Driver.List(ctx, uidSelector(sb))
+	ours, claims, err := r.ours(ctx, sb)
 	if err != nil {
 		dockerDown(sb, err, retryLater(ctx))
 		return ctrl.Result{}, nil
+	}
+	for i := range specs {
+		if c, ok := claims[specs[i].Engine.Name()]; ok {
+			specs[i].Claims = map[string]string{c.id: c.credentials}
+		}
 	}
 	byEngine := map[string][]dd.ContainerSummary{}
 	for _, c := range ours {

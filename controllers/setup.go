@@ -39,8 +39,8 @@ func NewScheme() *runtime.Scheme {
 }
 
 // AddToManager registers every controller of the Docker host behind driver with the
-// manager: the Sandbox reconciler and, when s.Sweep, the orphan sweep, sharing one
-// Docker event stream. It is the one wiring, used by cmd/manager and every suite.
+// manager: the Sandbox and SandboxPool reconcilers (sharing the host's warm
+// members) and, when s.Sweep, the orphan sweep, all on one Docker event stream. It is the one wiring, used by cmd/manager and every suite.
 func (s Setup) AddToManager(mgr ctrl.Manager, driver dd.Driver) error {
 	if s.Options.Instance == "" {
 		ctx, cancel := context.WithTimeout(context.Background(), instanceTimeout)
@@ -66,6 +66,11 @@ func (s Setup) AddToManager(mgr ctrl.Manager, driver dd.Driver) error {
 	if err := sandboxes.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the Sandbox controller: %w", err)
 	}
+	pools := &PoolReconciler{Client: mgr.GetClient(), sandboxes: sandboxes, host: sandboxes.host, keys: sandboxes.poolKeys}
+	if err := pools.SetupWithManager(mgr, s.Options.PoolRefills); err != nil {
+		return fmt.Errorf("setting up the SandboxPool controller: %w", err)
+	}
+	sandboxes.pokePool = pools.poke
 	if !s.Sweep {
 		return nil
 	}

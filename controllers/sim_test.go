@@ -3,6 +3,7 @@ package controllers_test
 import (
 	"context"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -114,6 +115,10 @@ func (s *engineSim) Exec(ctx context.Context, id string, spec dd.ExecSpec) (dd.E
 		env[k] = v
 	}
 	switch spec.Cmd[0] {
+	case "sh":
+		if len(spec.Cmd) > 3 && spec.Cmd[3] == "rotate" {
+			return s.rotate(c, env, spec), nil
+		}
 	case "psql":
 		return s.psql(c, s.secret(c, env["POSTGRES_PASSWORD_FILE"]), spec), nil
 	case "redis-cli":
@@ -192,4 +197,22 @@ func redisCLI(c dd.Container, password string, spec dd.ExecSpec) dd.ExecResult {
 		}
 	}
 	return dd.ExecResult{Stdout: strings.Join(out, "\n") + "\n"}
+}
+
+// rotate answers an engine's Rotate step: it passes when the container's
+// password is the old or the new one, and writes the new secret files.
+func (s *engineSim) rotate(c dd.Container, env map[string]string, spec dd.ExecSpec) dd.ExecResult {
+	current := s.redisPassword(c)
+	for _, file := range []string{env["POSTGRES_PASSWORD_FILE"], env["MONGO_INITDB_ROOT_PASSWORD_FILE"]} {
+		if file != "" {
+			current = s.secret(c, file)
+		}
+	}
+	if current == "" || current != spec.Env["OLD_PASSWORD"] && current != spec.Env["NEW_PASSWORD"] {
+		return denied
+	}
+	for i, path := range spec.Cmd[6:] {
+		_ = s.WriteFile(c.ID, path, []byte(spec.Env["SANDBOX_SECRET_"+strconv.Itoa(i)]))
+	}
+	return dd.ExecResult{Stdout: "sandbox-rotated\n"}
 }

@@ -112,10 +112,13 @@ func (r *SweepReconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.R
 		selector = map[string]string{}
 	}
 	selector[host.LabelSandbox] = host.LabelSandboxTrue
-	containers, err := r.Driver.List(ctx, selector)
+	// Note: one list of every container, judged here: sandbox containers and pool
+	// members (which carry no roboco.sandbox label) in one call.
+	all, err := r.Driver.List(ctx, nil)
 	if err != nil {
 		return ctrl.Result{}, sweepFailed(ctx, "list-containers", err)
 	}
+	containers := withLabels(all, selector)
 	live, err := r.liveUIDs(ctx)
 	if err != nil && !chaosplant.Active(chaosplant.SweepAfterFailedList) {
 		return ctrl.Result{}, sweepFailed(ctx, "list-sandboxes", err)
@@ -124,6 +127,9 @@ func (r *SweepReconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.R
 	p, err := r.plan(ctx, containers, live)
 	if err != nil {
 		return ctrl.Result{}, sweepFailed(ctx, "inspect-owner", err)
+	}
+	if err := r.planPools(ctx, &p, all); err != nil {
+		return ctrl.Result{}, sweepFailed(ctx, "pools", err)
 	}
 
 	// The stream may have broken while we listed.

@@ -47,7 +47,8 @@ func (r *SandboxReconciler) setupDockerWatch(mgr ctrl.Manager) error {
 	if err := indexer.IndexField(context.Background(), &sandboxv1.Sandbox{}, containerNameIndex, indexContainerNames); err != nil {
 		return err
 	}
-	return mgr.Add(&dockerWatch{events: r.events, own: r.own, reader: mgr.GetCache(), enqueue: r.enqueue, forgetHost: r.identity.Forget})
+	return mgr.Add(&dockerWatch{events: r.events, own: r.own, reader: mgr.GetCache(), enqueue: r.enqueue,
+		enqueuePool: func(k types.NamespacedName) { r.pokePool(k) }, forgetHost: r.identity.Forget})
 }
 
 // dockerWatch turns Docker container events into reconcile requests, so a container
@@ -65,6 +66,8 @@ type dockerWatch struct {
 	own     *ownActions
 	reader  client.Reader
 	enqueue func(types.NamespacedName)
+	// enqueuePool re-queues a SandboxPool.
+	enqueuePool func(types.NamespacedName)
 	// forgetHost drops the proof of the Docker host's identity when the stream
 	// breaks: the daemon that answers afterwards may be another one.
 	forgetHost func()
@@ -91,6 +94,8 @@ func (w *dockerWatch) Start(ctx context.Context) error {
 		case ev.Type == dd.EventLost:
 			log.Info("Docker events lost; re-queueing every Sandbox once the stream resyncs")
 			w.forgetHost()
+		case ev.Labels[host.LabelPoolUID] != "":
+			w.poolEvent(ctx, ev)
 		case isSandboxContainer(ev.Labels):
 			if key, ok := sandboxKey(ev.Labels); ok && !w.own.caused(ev) {
 				w.enqueue(key)
@@ -100,6 +105,27 @@ func (w *dockerWatch) Start(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// poolEvent re-queues a pool member's pool, and once claimed (renamed to a
+// Sandbox's service container) the Sandbox it serves. Note: it carries no
+// Sandbox labels (they cannot change at claim), so the name finds the Sandbox.
+func (w *dockerWatch) poolEvent(ctx context.Context, ev dd.Event) {
+	if w.own.caused(ev) {
+		return
+	}
+	w.enqueuePool(types.NamespacedName{Namespace: ev.Labels[host.LabelNamespace], Name: ev.Labels[host.LabelPool]})
+	if ev.Type == dd.EventDestroy || isMemberName(ev.Name) {
+		return // a destroy re-queued the Sandboxes of its name already
+	}
+	var list sandboxv1.SandboxList
+	if err := w.reader.List(ctx, &list, client.MatchingFields{containerNameIndex: ev.Name}, client.UnsafeDisableDeepCopy); err != nil {
+		logf.FromContext(ctx).Error(err, "Looking up the Sandboxes of a container name", "container", ev.Name)
+		return
+	}
+	for i := range list.Items {
+		w.enqueue(types.NamespacedName{Namespace: list.Items[i].Namespace, Name: list.Items[i].Name})
+	}
 }
 
 // enqueueWaiting re-queues the Sandboxes whose service container name a destroyed

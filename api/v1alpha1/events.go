@@ -39,6 +39,12 @@ const (
 	// Docker host was let go on the operator's word (AnnotationReleaseDockerHost),
 	// without tearing down its containers there.
 	EventDockerHostReleased = "DockerHostReleased"
+	// EventClaimed (Normal): a service was served by a warm pool member, renamed
+	// to the service's container name, its password rotated to the Sandbox's.
+	EventClaimed = "Claimed"
+	// EventMemberReplaced (Normal, on a SandboxPool): an unclaimed member was
+	// removed because it was older than maxAge, of an outdated class, or stopped.
+	EventMemberReplaced = "MemberReplaced"
 )
 
 // Event actions: what the controller was doing when it reported an event.

@@ -199,6 +199,8 @@ func (f *flags) addResourceFlags(s *settings) {
 	qty(&o.DefaultCPU, "default-cpu", "The CPU limit, in cores, of a service that sets no spec.services[].resources.cpu (e.g. 1 or 500m).")
 	qty(&o.MaxCPU, "max-cpu", "The largest CPU limit a service may ask for.")
 	fs.Int64Var(&o.PidsLimit, "pids-limit", o.PidsLimit, "The most processes one service container may run.")
+	fs.IntVar(&o.PoolRefills, "pool-refills", o.PoolRefills,
+		"The most warm pool members being created at once, across SandboxPools: refills leave the Docker daemon to claims and cold Sandboxes.")
 }
 
 func (f *flags) addManagerFlags(s *settings) {

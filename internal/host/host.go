@@ -21,14 +21,18 @@ type Host struct {
 	stopTimeout time.Duration
 	pulls       *Pulls
 	judged      judgements
+	warm        *Warm
 }
 
 // New is the layer for the Docker host behind driver. stopTimeout is how long a
 // container gets between SIGTERM and SIGKILL when removed; pulls runs the image
 // pulls off the callers' goroutines.
 func New(driver dd.Driver, stopTimeout time.Duration, pulls *Pulls) *Host {
-	return &Host{driver: driver, stopTimeout: stopTimeout, pulls: pulls}
+	return &Host{driver: driver, stopTimeout: stopTimeout, pulls: pulls, warm: NewWarm()}
 }
+
+// Warm is the host's index of claimable pool members.
+func (h *Host) Warm() *Warm { return h.warm }
 
 // Driver is the Docker host's driver, for what is not per service (lists by
 // Sandbox, owner containers, the sweep).
@@ -52,6 +56,9 @@ type Service struct {
 	// Both tell the Sandbox's changes from the operator's (Differences).
 	Chosen Chosen
 	Images engine.Images
+	// Claims are the containers claimed from pools for this service: container ID
+	// → CredentialsHash of the password each was rotated to (the claim record).
+	Claims map[string]string
 }
 
 // Chosen says which of a service's settings its Sandbox set itself.

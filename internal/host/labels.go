@@ -22,6 +22,16 @@ const (
 	// LabelInstance names the control plane that created a container: a UID proves
 	// ownership only to the API server that issued it.
 	LabelInstance = "sandbox.roboco.io/instance"
+	// LabelPool and LabelPoolUID name the SandboxPool a member was made for,
+	// LabelClass the hash of its class (ClassHash). Members carry neither
+	// LabelSandbox nor LabelOwner: upstream's janitor never sees them, claimed
+	// or not (their teardown is ours).
+	LabelPool    = "sandbox.roboco.io/pool"
+	LabelPoolUID = "sandbox.roboco.io/pool-uid"
+	LabelClass   = "sandbox.roboco.io/class"
+	// LabelMember is a member's random nonce, from which its password is derived
+	// with its pool's key (a Secret): no password is stored anywhere else.
+	LabelMember = "sandbox.roboco.io/member"
 	// LabelSandboxTrue is LabelSandbox's value on every sandbox container.
 	LabelSandboxTrue = "1"
 )

@@ -90,6 +90,9 @@ type judgement struct {
 // with is compared with svc, once per container and wanted fingerprint (what a
 // container was made with never changes).
 func (h *Host) judge(ctx context.Context, svc Service, c *dd.ContainerSummary) (judgement, error) {
+	if c.Labels[LabelPoolUID] != "" {
+		return h.judgeClaimed(ctx, svc, c)
+	}
 	want := svc.Container
 	if c.Name != want.Name {
 		return judgement{replace: true, why: "named " + c.Name + ", not " + want.Name}, nil
@@ -97,6 +100,13 @@ func (h *Host) judge(ctx context.Context, svc Service, c *dd.ContainerSummary) (
 	if c.Labels[LabelConfigHash] == want.Labels[LabelConfigHash] {
 		return judgement{}, nil
 	}
+	return h.judgeMade(ctx, svc, c)
+}
+
+// judgeMade compares Docker's record of what c was made with against svc, once
+// per container and wanted fingerprint (what a container was made with never
+// changes).
+func (h *Host) judgeMade(ctx context.Context, svc Service, c *dd.ContainerSummary) (judgement, error) {
 	key := judgedKey(c.ID, svc)
 	if j, ok := h.judged.get(key); ok {
 		return j, nil

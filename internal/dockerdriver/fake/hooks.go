@@ -60,6 +60,19 @@ func (f *Driver) File(nameOrID, path string) ([]byte, bool) {
 	return slices.Clone(content), ok
 }
 
+// WriteFile replaces a file in a container, as a command run inside it would
+// (a test's engine simulation rotating a password), without a driver call.
+func (f *Driver) WriteFile(nameOrID, path string, content []byte) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	c := f.resolve(nameOrID)
+	if c == nil {
+		return dd.NewError("write", nameOrID, dd.ErrNotFound, nil)
+	}
+	c.write([]dd.File{{Path: path, Content: content}})
+	return nil
+}
+
 // ExitContainer makes a running container exit with code after a delay
 // (0: now), emitting a die event.
 func (f *Driver) ExitContainer(nameOrID string, code int, after time.Duration) error {

@@ -1,0 +1,199 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
+	"github.com/roboco-sandbox/sandbox-controller/internal/host"
+)
+
+// PoolFinalizer holds a SandboxPool until its unclaimed members are gone.
+const PoolFinalizer = "sandbox.roboco.io/pool-teardown"
+
+// PoolReconciler keeps each SandboxPool's unclaimed members started, probed and
+// offered to claims on its Docker host (the pool's host is the reconciler's:
+// host, never a global), and removes the outdated, the old and the surplus.
+type PoolReconciler struct {
+	client.Client
+	Recorder events.EventRecorder
+	// sandboxes resolves a pool's class exactly as a Sandbox's service is
+	// resolved (the same operator settings and limits), so classes match.
+	sandboxes *SandboxReconciler
+	host      *host.Host
+	keys      *poolKeys
+	// refills bounds the member creations under way across pools, so that refills
+	// never starve claims or cold provisioning of the Docker daemon.
+	refills chan struct{}
+	requeue chan event.TypedGenericEvent[*sandboxv1.SandboxPool]
+
+	mu       sync.Mutex
+	ready    map[string]readyMember // by member ID
+	failures map[types.UID]int
+}
+
+// +kubebuilder:rbac:groups=sandbox.roboco.io,resources=sandboxpools,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=sandbox.roboco.io,resources=sandboxpools/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=sandbox.roboco.io,resources=sandboxpools/finalizers,verbs=update
+
+// Reconcile: the class, the members as they are, then removals, probes and
+// creations, then the offer and the status.
+func (p *PoolReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	pool := &sandboxv1.SandboxPool{}
+	if err := p.Get(ctx, req.NamespacedName, pool); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !pool.DeletionTimestamp.IsZero() {
+		return p.reconcileDelete(ctx, pool)
+	}
+	if !controllerutil.ContainsFinalizer(pool, PoolFinalizer) {
+		patch := client.MergeFrom(pool.DeepCopy())
+		controllerutil.AddFinalizer(pool, PoolFinalizer)
+		if err := p.Patch(ctx, pool, patch); err != nil {
+			return ctrl.Result{}, fmt.Errorf("adding finalizer: %w", err)
+		}
+	}
+	before := pool.DeepCopy()
+	result, err := p.fill(ctx, pool)
+	if perr := p.patchStatus(ctx, before, pool); perr != nil && err == nil {
+		err = perr
+	}
+	return result, err
+}
+
+// fill drives the members one step and sets the status.
+func (p *PoolReconciler) fill(ctx context.Context, pool *sandboxv1.SandboxPool) (ctrl.Result, error) {
+	key, err := p.keys.ensure(ctx, pool)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	class, err := p.class(ctx, pool, "")
+	if err != nil {
+		poolStalled(pool, err.Error())
+		return ctrl.Result{RequeueAfter: jitter(stalledRecheck)}, nil
+	}
+	ms, err := p.members(ctx, pool, class)
+	if err != nil {
+		poolDockerDown(pool, err)
+		return ctrl.Result{RequeueAfter: p.backoff(pool.UID)}, nil
+	}
+	if err := p.removeUnwanted(ctx, pool, ms); err != nil {
+		poolDockerDown(pool, err)
+		return ctrl.Result{RequeueAfter: p.backoff(pool.UID)}, nil
+	}
+	p.probeStarting(ctx, class, key, ms)
+	created, err := p.create(ctx, pool, key, ms)
+	p.offer(pool, class, key, ms)
+	setPoolStatus(pool, ms, created)
+	if err != nil {
+		poolDockerDown(pool, err)
+		return ctrl.Result{RequeueAfter: p.backoff(pool.UID)}, nil
+	}
+	p.succeeded(pool.UID)
+	if len(ms.starting)+created > 0 || created < ms.missing {
+		return ctrl.Result{RequeueAfter: memberProbeInterval}, nil
+	}
+	return ctrl.Result{RequeueAfter: jitter(p.sandboxes.Options.ResyncPeriod)}, nil
+}
+
+// memberProbeInterval paces the probes of starting members: a member becomes
+// claimable soon after it answers, and a few starting members cost few execs.
+const memberProbeInterval = 250 * time.Millisecond
+
+func (p *PoolReconciler) patchStatus(ctx context.Context, before, pool *sandboxv1.SandboxPool) error {
+	pool.Status.ObservedGeneration = pool.Generation
+	if equality.Semantic.DeepEqual(before.Status, pool.Status) {
+		return nil
+	}
+	err := p.Status().Patch(ctx, pool, client.MergeFrom(before))
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}
+
+// reconcileDelete removes the unclaimed members (claimed ones are their
+// Sandboxes'), then lets the pool go; its key Secret goes with it (owned).
+func (p *PoolReconciler) reconcileDelete(ctx context.Context, pool *sandboxv1.SandboxPool) (ctrl.Result, error) {
+	if !controllerutil.ContainsFinalizer(pool, PoolFinalizer) {
+		return ctrl.Result{}, nil
+	}
+	ms, err := p.list(ctx, pool)
+	if err != nil {
+		return ctrl.Result{RequeueAfter: p.backoff(pool.UID)}, nil
+	}
+	for _, c := range ms {
+		if !isMemberName(c.Name) {
+			continue
+		}
+		if err := p.host.Remove(ctx, c.ID); err != nil {
+			return ctrl.Result{RequeueAfter: p.backoff(pool.UID)}, nil
+		}
+	}
+	p.host.Warm().Forget(string(pool.UID), nil)
+	p.keys.forget(pool.UID)
+	patch := client.MergeFrom(pool.DeepCopy())
+	controllerutil.RemoveFinalizer(pool, PoolFinalizer)
+	if err := p.Patch(ctx, pool, patch); err != nil && !apierrors.IsNotFound(err) {
+		return ctrl.Result{}, fmt.Errorf("removing finalizer: %w", err)
+	}
+	return ctrl.Result{}, nil
+}
+
+// backoff is the pool's next retry delay after a failed Docker call.
+func (p *PoolReconciler) backoff(uid types.UID) time.Duration {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.failures[uid]++
+	return host.Delay(retryBackoff, p.failures[uid]-1)
+}
+
+func (p *PoolReconciler) succeeded(uid types.UID) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.failures, uid)
+}
+
+// poke re-queues a pool (a claim took a member, a member's container changed).
+func (p *PoolReconciler) poke(key types.NamespacedName) {
+	pool := &sandboxv1.SandboxPool{}
+	pool.Namespace, pool.Name = key.Namespace, key.Name
+	select {
+	case p.requeue <- event.TypedGenericEvent[*sandboxv1.SandboxPool]{Object: pool}:
+	default: // a full queue re-queues the pools anyway
+	}
+}
+
+// SetupWithManager registers the pool controller; refills bounds concurrent
+// member creations across pools.
+func (p *PoolReconciler) SetupWithManager(mgr ctrl.Manager, refills int) error {
+	if refills <= 0 {
+		refills = 2
+	}
+	p.refills = make(chan struct{}, refills)
+	p.requeue = make(chan event.TypedGenericEvent[*sandboxv1.SandboxPool], 1024)
+	p.ready, p.failures = map[string]readyMember{}, map[types.UID]int{}
+	if p.Recorder == nil {
+		p.Recorder = bounded(mgr.GetEventRecorder("sandbox-controller"))
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&sandboxv1.SandboxPool{}).
+		WatchesRawSource(source.Channel(p.requeue, &handler.TypedEnqueueRequestForObject[*sandboxv1.SandboxPool]{})).
+		WithOptions(controller.Options{MaxConcurrentReconciles: 2}).
+		Named("sandboxpool").
+		Complete(p)
+}

@@ -1,0 +1,186 @@
+package controllers_test
+
+import (
+	"fmt"
+	"strings"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
+	dd "github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver"
+	shost "github.com/roboco-sandbox/sandbox-controller/internal/host"
+)
+
+func newPool(ns, name, engine string, replicas int32) *sandboxv1.SandboxPool {
+	return &sandboxv1.SandboxPool{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: sandboxv1.SandboxPoolSpec{Replicas: ptr.To(replicas), Service: sandboxv1.ServiceSpec{Engine: sandboxv1.Engine(engine)}}}
+}
+
+func getPool(p *sandboxv1.SandboxPool) *sandboxv1.SandboxPool {
+	out := &sandboxv1.SandboxPool{}
+	ExpectWithOffset(1, k8sClient.Get(ctx, client.ObjectKeyFromObject(p), out)).To(Succeed())
+	return out
+}
+
+// poolCounts is "ready/replicas/claimed" of a pool's status.
+func poolCounts(p *sandboxv1.SandboxPool) func() [3]int64 {
+	return func() [3]int64 {
+		got := getPool(p).Status
+		return [3]int64{int64(got.ReadyReplicas), int64(got.Replicas), got.Claimed}
+	}
+}
+
+// poolDescribe says what a pool's status holds, for failure messages.
+func poolDescribe(p *sandboxv1.SandboxPool) func() string {
+	return func() string { return fmt.Sprintf("%+v", getPool(p).Status) }
+}
+
+// members lists a pool's containers, claimed or not (p read from the API
+// server once: keep it to list after the pool is gone).
+func members(host *engineSim, p *sandboxv1.SandboxPool) []dd.ContainerSummary {
+	if p.UID == "" {
+		p.UID = getPool(p).UID
+	}
+	cs, err := host.List(ctx, map[string]string{shost.LabelPoolUID: string(p.UID)})
+	ExpectWithOffset(1, err).NotTo(HaveOccurred())
+	return cs
+}
+
+// redisPing runs a redis probe with password inside container id.
+func redisPing(host *engineSim, id, password string) string {
+	res, err := host.Exec(ctx, id, dd.ExecSpec{Cmd: []string{"redis-cli", "-h", "x", "PING"}, Env: map[string]string{"REDISCLI_AUTH": password}})
+	ExpectWithOffset(1, err).NotTo(HaveOccurred())
+	return strings.TrimSpace(res.Stdout)
+}
+
+var _ = Describe("Warm pools", func() {
+	var (
+		host *engineSim
+		ns   string
+		stop func()
+	)
+	BeforeEach(func() {
+		host = newHost()
+		ns = newNamespace()
+		stop = startManager(host, testOptions())
+		DeferCleanup(func() { stop() })
+	})
+
+	It("serves a Sandbox with a ready member: renamed, its password rotated to the Sandbox's, and refills", func() {
+		pool := newPool(ns, "redis", "redis", 2)
+		Expect(k8sClient.Create(ctx, pool)).To(Succeed())
+		Eventually(poolCounts(pool)).Should(Equal([3]int64{2, 2, 0}))
+		before := map[string]string{} // member ID → its password
+		for _, m := range members(host, pool) {
+			conf, ok := host.File(m.ID, "/run/secrets/redis.conf")
+			Expect(ok).To(BeTrue())
+			before[m.ID] = strings.TrimPrefix(strings.TrimSpace(string(conf)), "requirepass ")
+		}
+
+		sb := newSandbox(ns, "warm", "warm-1", "redis")
+		Expect(k8sClient.Create(ctx, sb)).To(Succeed())
+		got := waitReady(sb)
+		id := got.Status.Services[0].ContainerID
+		Expect(before).To(HaveKey(id), "the service is not one of the pool's members")
+		c, ok := host.Peek(id)
+		Expect(ok).To(BeTrue())
+		Expect(c.Name).To(Equal("roboco-sandbox-redis-warm-1"))
+		Expect(got.Status.Services[0].Host).To(Equal("roboco-sandbox-redis-warm-1"))
+		Expect(got.Annotations).To(HaveKeyWithValue(sandboxv1.AnnotationClaimPrefix+"redis", HavePrefix(id+"/")))
+		Expect(eventReasons(sb)()).To(ContainElement(sandboxv1.EventClaimed))
+
+		password := secretOf(sb)["ROBOCO_TEST_REDIS_PASSWORD"]
+		Expect(redisPing(host, id, password)).To(Equal("PONG"))
+		Expect(redisPing(host, id, before[id])).To(ContainSubstring("NOAUTH"), "the member's earlier password still opens it")
+
+		Eventually(poolCounts(pool)).Should(Equal([3]int64{2, 2, 1}))
+	})
+
+	It("starts cold when the Sandbox opts out, or its class matches no pool", func() {
+		pool := newPool(ns, "redis", "redis", 1)
+		Expect(k8sClient.Create(ctx, pool)).To(Succeed())
+		Eventually(poolCounts(pool)).Should(Equal([3]int64{1, 1, 0}))
+
+		never := newSandbox(ns, "never", "never-1", "redis")
+		never.Spec.Pools = &sandboxv1.PoolSelection{Policy: sandboxv1.PoolPolicyNever}
+		other := newSandbox(ns, "other", "other-1", "postgres")
+		Expect(k8sClient.Create(ctx, never)).To(Succeed())
+		Expect(k8sClient.Create(ctx, other)).To(Succeed())
+		for _, sb := range []*sandboxv1.Sandbox{never, other} {
+			got := waitReady(sb)
+			Expect(containersOf(host, got)).To(HaveLen(1), "not provisioned cold")
+			Expect(got.Annotations).NotTo(HaveKey(HavePrefix(sandboxv1.AnnotationClaimPrefix)))
+		}
+		Expect(poolCounts(pool)()).To(Equal([3]int64{1, 1, 0}))
+	})
+
+	It("keeps a claimed member through a restart with the status lost, and tears it down with its Sandbox", func() {
+		pool := newPool(ns, "redis", "redis", 1)
+		Expect(k8sClient.Create(ctx, pool)).To(Succeed())
+		Eventually(poolCounts(pool)).Should(Equal([3]int64{1, 1, 0}))
+		sb := newSandbox(ns, "kept", "kept-1", "redis")
+		Expect(k8sClient.Create(ctx, sb)).To(Succeed())
+		id := waitReady(sb).Status.Services[0].ContainerID
+
+		stop()
+		cleared := get(sb)
+		cleared.Status = sandboxv1.SandboxStatus{}
+		Expect(k8sClient.Status().Update(ctx, cleared)).To(Succeed())
+		stop = startManager(host, testOptions())
+		Eventually(func() string {
+			got := get(sb)
+			if len(got.Status.Services) == 0 || !got.Status.Services[0].Ready {
+				return ""
+			}
+			return got.Status.Services[0].ContainerID
+		}).Should(Equal(id), "the claimed member was not adopted again")
+		_, ok := host.Peek(id)
+		Expect(ok).To(BeTrue())
+
+		Expect(k8sClient.Delete(ctx, sb)).To(Succeed())
+		Eventually(gone(sb)).Should(BeTrue())
+		_, ok = host.Peek(id)
+		Expect(ok).To(BeFalse(), "the claimed member outlived its Sandbox")
+	})
+
+	It("removes its unclaimed members when the pool is deleted, and leaves the claimed ones to their Sandboxes", func() {
+		pool := newPool(ns, "redis", "redis", 2)
+		Expect(k8sClient.Create(ctx, pool)).To(Succeed())
+		Eventually(poolCounts(pool)).Should(Equal([3]int64{2, 2, 0}))
+		sb := newSandbox(ns, "stays", "stays-1", "redis")
+		Expect(k8sClient.Create(ctx, sb)).To(Succeed())
+		id := waitReady(sb).Status.Services[0].ContainerID
+
+		Expect(k8sClient.Delete(ctx, pool)).To(Succeed())
+		Eventually(func() []string {
+			var names []string
+			for _, m := range members(host, pool) {
+				names = append(names, m.Name)
+			}
+			return names
+		}).Should(ConsistOf("roboco-sandbox-redis-stays-1"))
+		Eventually(func() error { return k8sClient.Get(ctx, client.ObjectKeyFromObject(pool), &sandboxv1.SandboxPool{}) }).ShouldNot(Succeed())
+		Expect(waitReady(sb).Status.Services[0].ContainerID).To(Equal(id))
+	})
+
+	It("shows upstream's janitor no pool member, claimed or not", func() {
+		pool := newPool(ns, "redis", "redis", 2)
+		Expect(k8sClient.Create(ctx, pool)).To(Succeed())
+		Eventually(poolCounts(pool)).Should(Equal([3]int64{2, 2, 0}), poolDescribe(pool))
+		sb := newSandbox(ns, "hidden", "hidden-1", "redis")
+		Expect(k8sClient.Create(ctx, sb)).To(Succeed())
+		waitReady(sb)
+		// Note: the janitor lists containers labelled roboco.sandbox=1 and reaps
+		// those whose roboco.sandbox.owner container is gone.
+		seen, err := host.List(ctx, map[string]string{shost.LabelSandbox: shost.LabelSandboxTrue})
+		Expect(err).NotTo(HaveOccurred())
+		for _, m := range members(host, pool) {
+			Expect(seen).NotTo(ContainElement(HaveField("ID", m.ID)), "the janitor would judge member %s", m.Name)
+			Expect(m.Labels).NotTo(HaveKey(shost.LabelOwner))
+		}
+	})
+})

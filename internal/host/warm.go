@@ -1,0 +1,110 @@
+package host
+
+import (
+	"slices"
+	"sync"
+)
+
+// Member is a started pool member that answered its probe: what a claim takes.
+type Member struct {
+	ID, Name string
+	// Namespace, Pool and PoolUID are its SandboxPool's.
+	Namespace, Pool, PoolUID string
+	// Class is its ClassHash.
+	Class string
+	// Password is the member's own, rotated away at claim.
+	Password string
+	// Address is its IP on its network, where the rotation logs in.
+	Address string
+}
+
+// Warm is the host's index of claimable members, fed by the pool reconciler and
+// taken from by claims. A member once taken is never offered again: after a
+// failed claim it is removed, not returned, since it may hold half-rotated
+// credentials or another name.
+type Warm struct {
+	mu    sync.Mutex
+	free  map[string][]Member // by pool UID, oldest first
+	taken map[string]string   // member ID → pool UID
+}
+
+// NewWarm is an empty index.
+func NewWarm() *Warm {
+	return &Warm{free: map[string][]Member{}, taken: map[string]string{}}
+}
+
+// Offer sets the claimable members of one pool, minus those already taken.
+func (w *Warm) Offer(poolUID string, ms []Member) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	ms = slices.DeleteFunc(slices.Clone(ms), func(m Member) bool { _, ok := w.taken[m.ID]; return ok })
+	if len(ms) == 0 {
+		delete(w.free, poolUID)
+		return
+	}
+	w.free[poolUID] = ms
+}
+
+// Take claims a member of class from the pools of namespace (only those named
+// in pools, when any): the oldest of the fullest pool, so claims spread.
+func (w *Warm) Take(namespace, class string, pools []string) (Member, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	best := ""
+	for uid, ms := range w.free {
+		m := ms[0]
+		if m.Namespace != namespace || m.Class != class || len(pools) > 0 && !slices.Contains(pools, m.Pool) {
+			continue
+		}
+		if best == "" || len(ms) > len(w.free[best]) || len(ms) == len(w.free[best]) && uid < best {
+			best = uid
+		}
+	}
+	if best == "" {
+		return Member{}, false
+	}
+	m := w.free[best][0]
+	w.taken[m.ID] = best
+	if w.free[best] = w.free[best][1:]; len(w.free[best]) == 0 {
+		delete(w.free, best)
+	}
+	return m, true
+}
+
+// Withdraw takes a member off the offer before it is removed; false when a
+// claim took it already (it is the claim's).
+func (w *Warm) Withdraw(poolUID, id string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if _, ok := w.taken[id]; ok {
+		return false
+	}
+	w.free[poolUID] = slices.DeleteFunc(w.free[poolUID], func(m Member) bool { return m.ID == id })
+	if len(w.free[poolUID]) == 0 {
+		delete(w.free, poolUID)
+	}
+	return true
+}
+
+// Taken says whether a claim took the member.
+func (w *Warm) Taken(id string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	_, ok := w.taken[id]
+	return ok
+}
+
+// Forget drops what is known of a pool's members that no longer exist
+// (present: the IDs of its members that still do).
+func (w *Warm) Forget(poolUID string, present map[string]bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for id, uid := range w.taken {
+		if uid == poolUID && !present[id] {
+			delete(w.taken, id)
+		}
+	}
+	if len(present) == 0 {
+		delete(w.free, poolUID)
+	}
+}
