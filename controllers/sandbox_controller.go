@@ -57,6 +57,8 @@ type SandboxReconciler struct {
 	memory *memory
 	// secrets watches the foreign Secrets that stall Sandboxes.
 	secrets *foreignSecrets
+	// observe is told the outcome of every pass (Setup.ObservePass).
+	observe func(ctrl.Request, ctrl.Result, error)
 }
 
 // +kubebuilder:rbac:groups=sandbox.roboco.io,resources=sandboxes,verbs=get;list;watch;update;patch;delete
@@ -184,7 +186,7 @@ func (r *SandboxReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		WatchesRawSource(source.Channel(r.requeue, &handler.TypedEnqueueRequestForObject[*sandboxv1.Sandbox]{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.MaxConcurrentReconciles}).
 		Named("sandbox").
-		Complete(live.wrap(r))
+		Complete(live.wrap(observed(r, r.observe)))
 }
 
 // defaults fills what the caller left unset from the manager.
