@@ -44,7 +44,7 @@ verify-generated: ## Fail when generated files or formatting are stale.
 	hack/verify-generated.sh
 
 .PHONY: verify-tidy
-verify-tidy: ## Fail when go.mod/go.sum (main module or hack/tools/*) are not tidy.
+verify-tidy: ## Fail when go.mod/go.sum (main module, hack/tools/*, hack/tcbench) are not tidy.
 	hack/verify-tidy.sh
 
 # golangci-lint, built from hack/tools/golangci-lint into bin/ on first use; override with GOLANGCI_LINT=golangci-lint.
@@ -89,7 +89,7 @@ chaos-planted: images ## Show that the chaos suite catches each planted bug (a m
 	CHAOS_PLANTED=1 KUBEBUILDER_ASSETS="$$(hack/build-envtest.sh)" go test -count=1 -timeout 60m -v -run 'TestChaosPlanted' ./test/chaos/
 
 .PHONY: bench
-bench: images ## Measure create→Ready per engine, the trio and each sample (medians of 5, ratios), idle Docker calls, and the manager's idle CPU and memory with 50 Sandboxes.
+bench: images ## Measure create→Ready per engine, the trio and each sample (medians of 5, ratios), a cold postgres+redis Sandbox against testcontainers-go on the same images (hack/tcbench, 10 interleaved rounds), idle Docker calls, and the manager's idle CPU and memory with 50 Sandboxes.
 	SANDBOX_BENCH=1 KUBEBUILDER_ASSETS="$$(hack/build-envtest.sh)" go test -p 1 -count=1 -timeout 60m -run TestBench -v ./test/integration/ ./test/e2e/ | grep -E '^(=== RUN|--- |\s+\S+_test.go|ok|FAIL)'
 
 ##@ Build

@@ -7,7 +7,7 @@ import (
 
 // Retry pacing of a pass.
 const (
-	// probeInterval: quick retries until the engine's deadline (the Sandbox's backoff after it).
+	// probeInterval is the slowest pace of probes until the engine's deadline (probeBackoff).
 	probeInterval    = time.Second
 	pullPollInterval = 5 * time.Second
 	// pausedRecheck backs the unpause event up.

@@ -41,15 +41,8 @@ type memory struct {
 type recall struct {
 	uid      types.UID
 	failures int
-	// probes are the attempts on each service's current container, by engine.
-	probes map[string]probeAttempts
-}
-
-// probeAttempts are the failed probes of one container.
-type probeAttempts struct {
-	containerID string
-	first       time.Time
-	count       int
+	// probes are the looks at each service's current container, by engine.
+	probes map[string]*probeAttempts
 }
 
 func newMemory() *memory { return &memory{sandboxes: map[types.NamespacedName]*recall{}} }
@@ -59,7 +52,7 @@ func (m *memory) of(sb *sandboxv1.Sandbox) *recall {
 	key := types.NamespacedName{Namespace: sb.Namespace, Name: sb.Name}
 	rec, ok := m.sandboxes[key]
 	if !ok || rec.uid != sb.UID {
-		rec = &recall{uid: sb.UID, probes: map[string]probeAttempts{}}
+		rec = &recall{uid: sb.UID, probes: map[string]*probeAttempts{}}
 		m.sandboxes[key] = rec
 	}
 	return rec
@@ -123,24 +116,4 @@ func (m *memory) pace(ctx context.Context, sb *sandboxv1.Sandbox, result ctrl.Re
 	rec.failures++
 	result.RequeueAfter = soonest(result.RequeueAfter, p.retryIn)
 	return result
-}
-
-// minProbeAttempts is how many failed probes, spanning the engine's deadline, it
-// takes to judge that a service did not answer in time: a pass delayed in the
-// queue past the deadline has probed once, late, and that is no timeout.
-const minProbeAttempts = 3
-
-// probeFailed records a failed probe of containerID and reports whether the
-// service's attempts now span its deadline.
-func (m *memory) probeFailed(sb *sandboxv1.Sandbox, engineName, containerID string, deadline time.Duration) (timedOut bool, since time.Time) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	rec := m.of(sb)
-	a := rec.probes[engineName]
-	if a.containerID != containerID {
-		a = probeAttempts{containerID: containerID, first: time.Now()}
-	}
-	a.count++
-	rec.probes[engineName] = a
-	return a.count >= minProbeAttempts && time.Since(a.first) >= deadline, a.first
 }

@@ -62,6 +62,8 @@ type SandboxReconciler struct {
 	claims   recentClaims
 	poolKeys *poolKeys
 	pokePool func(types.NamespacedName)
+	// observe is told the outcome of every pass (Setup.ObservePass).
+	observe func(ctrl.Request, ctrl.Result, error)
 }
 
 // +kubebuilder:rbac:groups=sandbox.roboco.io,resources=sandboxes,verbs=get;list;watch;update;patch;delete
@@ -189,7 +191,7 @@ func (r *SandboxReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		WatchesRawSource(source.Channel(r.requeue, &handler.TypedEnqueueRequestForObject[*sandboxv1.Sandbox]{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.MaxConcurrentReconciles}).
 		Named("sandbox").
-		Complete(live.wrap(r))
+		Complete(live.wrap(observed(r, r.observe)))
 }
 
 // defaults fills what the caller left unset from the manager.

@@ -49,17 +49,17 @@ func (r *SandboxReconciler) probeService(ctx context.Context, w serviceWork, c d
 }
 
 // probeFailed says the service has not answered yet, or that it did not answer in
-// time, and paces the next probe accordingly (quickly until the deadline, with the
+// time, and paces the next probe accordingly (probeBackoff until the deadline, the
 // Sandbox's backoff after it). The deadline is judged from this
 // manager's attempts on the container (memory.probeFailed), not from its start: a
 // Sandbox that waited in the queue has not been probed for that long.
 func (r *SandboxReconciler) probeFailed(ctx context.Context, w serviceWork, c dd.Container, detail string, res serviceResult) serviceResult {
 	name, deadline := w.svc.Engine.Name(), w.svc.ProbeDeadline
-	timedOut, since := r.memory.probeFailed(w.sb, name, c.ID, deadline)
+	timedOut, since, next := r.memory.probeFailed(w.sb, name, c.ID, deadline)
 	if !timedOut {
 		res.probes = part{reason: sandboxv1.ReasonProbing, message: fmt.Sprintf("%s has not answered yet (%s of %s): %s",
 			name, time.Since(since).Round(time.Second), deadline, detail)}
-		res.after(probeInterval)
+		res.after(next)
 		return res
 	}
 	// Past the deadline a probe is a retry like any other: it backs off.

@@ -9,6 +9,7 @@ import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
 	dd "github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver"
@@ -28,6 +29,9 @@ type Setup struct {
 	// HostIdentitySettle is how long a manager that planted the Docker host's
 	// identity marker waits before reading it back (0: host.DefaultIdentitySettle).
 	HostIdentitySettle time.Duration
+	// ObservePass, when set, is told the outcome of every Sandbox pass: tests check
+	// how soon the reconciler asks to look again without measuring time.
+	ObservePass func(req ctrl.Request, result ctrl.Result, err error)
 }
 
 // NewScheme is the scheme the manager serves: client-go's types and Sandboxes.
@@ -62,7 +66,7 @@ func (s Setup) AddToManager(mgr ctrl.Manager, driver dd.Driver) error {
 	}
 	identity := host.NewIdentity(driver, settle)
 	sandboxes := &SandboxReconciler{Client: mgr.GetClient(), Driver: driver, Options: s.Options,
-		MaxConcurrentReconciles: s.MaxConcurrentReconciles, events: events, identity: identity}
+		MaxConcurrentReconciles: s.MaxConcurrentReconciles, events: events, identity: identity, observe: s.ObservePass}
 	if err := sandboxes.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the Sandbox controller: %w", err)
 	}
@@ -79,4 +83,16 @@ func (s Setup) AddToManager(mgr ctrl.Manager, driver dd.Driver) error {
 		return fmt.Errorf("setting up the orphan sweep: %w", err)
 	}
 	return nil
+}
+
+// observed tells observe the outcome of every pass of r (nil: r as it is).
+func observed(r reconcile.Reconciler, observe func(ctrl.Request, ctrl.Result, error)) reconcile.Reconciler {
+	if observe == nil {
+		return r
+	}
+	return reconcile.Func(func(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+		result, err := r.Reconcile(ctx, req)
+		observe(req, result, err)
+		return result, err
+	})
 }

@@ -59,6 +59,11 @@ func startManager(driver dd.Driver, opts controllers.Options) (stop func()) {
 
 // startManagerOn is startManager against the control plane at cfg.
 func startManagerOn(cfg *rest.Config, driver dd.Driver, opts controllers.Options) (stop func()) {
+	return startManagerWith(cfg, driver, controllers.Setup{Options: opts, Sweep: true, HostIdentitySettle: time.Millisecond})
+}
+
+// startManagerWith is startManagerOn with the wiring setup says.
+func startManagerWith(cfg *rest.Config, driver dd.Driver, setup controllers.Setup) (stop func()) {
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:     scheme,
 		Metrics:    metricsserver.Options{BindAddress: "0"},
@@ -66,7 +71,7 @@ func startManagerOn(cfg *rest.Config, driver dd.Driver, opts controllers.Options
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
 	})
 	Expect(err).NotTo(HaveOccurred())
-	Expect(controllers.Setup{Options: opts, Sweep: true, HostIdentitySettle: time.Millisecond}.AddToManager(mgr, driver)).To(Succeed())
+	Expect(setup.AddToManager(mgr, driver)).To(Succeed())
 	mctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() {
