@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
+	"github.com/roboco-sandbox/sandbox-controller/internal/chaosplant"
 	dd "github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver"
 	"github.com/roboco-sandbox/sandbox-controller/internal/host"
 )
@@ -42,6 +43,7 @@ func (r *SandboxReconciler) claimService(ctx context.Context, w serviceWork, res
 		res.after(retryLater(ctx))
 		return res, true
 	}
+	chaosplant.CrashAfter(chaosplant.AfterClaimRecorded)
 	got, err := r.host.Claim(ctx, w.svc, m)
 	switch {
 	case got.Taken != nil:

@@ -5,6 +5,7 @@ package chaosplant
 import (
 	"os"
 	"sync"
+	"syscall"
 )
 
 var (
@@ -27,4 +28,13 @@ func FirstSight(bug, key string) bool {
 	first := !seen[key]
 	seen[key] = true
 	return first
+}
+
+// CrashAfter kills this process with SIGKILL after step when CrashEnv names it:
+// a test's way to stop the manager between two steps of one pass.
+func CrashAfter(step string) {
+	if step == os.Getenv(CrashEnv) {
+		_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+		select {} // the signal is on its way
+	}
 }

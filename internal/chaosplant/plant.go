@@ -1,4 +1,4 @@
-// Package chaosplant plants known bugs in the manager, so that the chaos suite
+// Package chaosplant plants known bugs, and crash points, in the manager, so that the chaos suite
 // (test/chaos) can show it catches them. A normal build has none: Active is false
 // unless the binary is built with the chaos_plant tag, and then only for the bug
 // the SANDBOX_CHAOS_PLANT variable names.
@@ -18,3 +18,12 @@ const (
 
 // Env is the variable a chaos_plant build reads the planted bug's name from.
 const Env = "SANDBOX_CHAOS_PLANT"
+
+// Crash points: CrashAfter kills a chaos_plant build after the step CrashEnv
+// names, so tests stop the manager between the steps of a claim.
+const (
+	CrashEnv           = "SANDBOX_CRASH_AFTER"
+	AfterClaimRecorded = "claim-recorded"
+	AfterClaimRenamed  = "claim-renamed"
+	AfterClaimRotated  = "claim-rotated"
+)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 
+	"github.com/roboco-sandbox/sandbox-controller/internal/chaosplant"
 	dd "github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver"
 )
 
@@ -41,9 +42,11 @@ func (h *Host) Claim(ctx context.Context, svc Service, m Member) (Claimed, error
 	if err != nil {
 		return out, fmt.Errorf("renaming pool member %s: %w", m.Name, err)
 	}
+	chaosplant.CrashAfter(chaosplant.AfterClaimRenamed)
 	if detail := h.Rotate(ctx, svc, m.ID, m.Password, m.Address); detail != "" {
 		return out, errors.New(detail)
 	}
+	chaosplant.CrashAfter(chaosplant.AfterClaimRotated)
 	out.Container, err = h.driver.Inspect(ctx, m.ID)
 	return out, err
 }
