@@ -107,7 +107,8 @@ func (p *PoolReconciler) fill(ctx context.Context, pool *sandboxv1.SandboxPool) 
 	if len(ms.starting)+created > 0 || created < ms.missing {
 		return ctrl.Result{RequeueAfter: memberProbeInterval}, nil
 	}
-	return ctrl.Result{RequeueAfter: jitter(p.sandboxes.Options.ResyncPeriod)}, nil
+	// Note: a member passing maxAge is replaced on time, not at the next resync.
+	return ctrl.Result{RequeueAfter: soonest(jitter(p.sandboxes.Options.ResyncPeriod), ms.expires)}, nil
 }
 
 // memberProbeInterval paces the probes of starting members: a member becomes

@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -26,6 +27,7 @@ type poolMembers struct {
 	unwanted        []unwanted            // unclaimed, to remove
 	claimed         int                   // renamed to a Sandbox's service
 	missing         int                   // members to make
+	expires         time.Duration         // until the next member passes maxAge (0: none)
 }
 
 type unwanted struct {
@@ -105,6 +107,11 @@ func (p *PoolReconciler) members(ctx context.Context, pool *sandboxv1.SandboxPoo
 		ms.unwanted = append(ms.unwanted, unwanted{c, "the pool is scaled down"})
 	}
 	ms.missing = max(0, want-len(ms.ready)-len(ms.starting))
+	if pool.Spec.MaxAge != nil {
+		for _, c := range append(slices.Clone(ms.ready), ms.starting...) {
+			ms.expires = soonest(ms.expires, max(time.Until(c.CreatedAt.Add(pool.Spec.MaxAge.Duration)), time.Millisecond))
+		}
+	}
 	return ms, nil
 }
 
