@@ -6,6 +6,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -182,5 +183,34 @@ var _ = Describe("Warm pools", func() {
 			Expect(seen).NotTo(ContainElement(HaveField("ID", m.ID)), "the janitor would judge member %s", m.Name)
 			Expect(m.Labels).NotTo(HaveKey(shost.LabelOwner))
 		}
+	})
+
+	It("creates at most --pool-refills members at once, and replaces members of a class the operator changed", func() {
+		stop()
+		opts := testOptions()
+		opts.PoolRefills = 1
+		stop = startManager(host, opts)
+		pool := newPool(ns, "redis", "redis", 4)
+		Expect(k8sClient.Create(ctx, pool)).To(Succeed())
+		Eventually(poolCounts(pool)).Should(Equal([3]int64{4, 4, 0}))
+		Expect(host.peakConcurrency("create")).To(Equal(1))
+
+		before := map[string]bool{}
+		for _, m := range members(host, pool) {
+			before[m.ID] = true
+		}
+		stop()
+		opts.DefaultMemory = resource.MustParse("256Mi")
+		stop = startManager(host, opts)
+		Eventually(func() int {
+			n := 0
+			for _, m := range members(host, pool) {
+				if !before[m.ID] {
+					n++
+				}
+			}
+			return n
+		}).Should(Equal(4), "the members of the old class were not all replaced")
+		Eventually(poolCounts(pool)).Should(Equal([3]int64{4, 4, 0}))
 	})
 })
