@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
@@ -75,8 +76,30 @@ func (p *PoolReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 	return result, err
 }
 
+// onHost binds the pool to the Docker host it fills (status.dockerHost), and
+// says whether the manager talks to that host: on another, or on one it cannot
+// prove, it makes, removes and offers nothing.
+func (p *PoolReconciler) onHost(ctx context.Context, pool *sandboxv1.SandboxPool) (bool, time.Duration) {
+	current, err := p.sandboxes.identity.Prove(ctx)
+	switch {
+	case err != nil:
+		setPoolCondition(pool, sandboxv1.ConditionReady, metav1.ConditionFalse, hostReason(err), "cannot prove which Docker host this is: "+err.Error())
+		return false, p.backoff(pool.UID)
+	case pool.Status.DockerHost == nil:
+		pool.Status.DockerHost = hostStatus(current)
+	case pool.Status.DockerHost.ID != current.ID:
+		setPoolCondition(pool, sandboxv1.ConditionReady, metav1.ConditionFalse, sandboxv1.ReasonWrongDockerHost,
+			wrongHostMessage(*pool.Status.DockerHost, current, "its members are not made, removed or offered here"))
+		return false, jitter(hostRecheck)
+	}
+	return true, 0
+}
+
 // fill drives the members one step and sets the status.
 func (p *PoolReconciler) fill(ctx context.Context, pool *sandboxv1.SandboxPool) (ctrl.Result, error) {
+	if ok, retry := p.onHost(ctx, pool); !ok {
+		return ctrl.Result{RequeueAfter: retry}, nil
+	}
 	key, err := p.keys.ensure(ctx, pool)
 	if err != nil {
 		return ctrl.Result{}, err
@@ -132,6 +155,11 @@ func (p *PoolReconciler) patchStatus(ctx context.Context, before, pool *sandboxv
 func (p *PoolReconciler) reconcileDelete(ctx context.Context, pool *sandboxv1.SandboxPool) (ctrl.Result, error) {
 	if !controllerutil.ContainsFinalizer(pool, PoolFinalizer) {
 		return ctrl.Result{}, nil
+	}
+	// Note: members on another host cannot be confirmed gone from here.
+	before := pool.DeepCopy()
+	if ok, retry := p.onHost(ctx, pool); !ok {
+		return ctrl.Result{RequeueAfter: retry}, p.patchStatus(ctx, before, pool)
 	}
 	ms, err := p.list(ctx, pool)
 	if err != nil {
