@@ -91,7 +91,8 @@ func (m *manager) spawn() (*exec.Cmd, error) {
 	cmd := exec.Command(m.bin, m.args...)
 	cmd.Env = append(os.Environ(), m.env...)
 	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// Note: a test process killed outright takes its manager with it.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.stopped {
