@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -42,7 +43,7 @@ func TestEngineRotate(t *testing.T) {
 			e, _ := engine.Lookup(tc.engine)
 			a, b := newPassword(t), newPassword(t)+awkward
 			c := h.runEngine(t, e, tc.image, network, a, tc.features, nil)
-			h.probeUntilReady(t, e, c, network, a, poll)
+			h.readyWith(t, e, c, network, a)
 			addr := c.Networks[network].IPAddress
 			steps, err := e.ActivateFeatures(a, addr, tc.features)
 			if err != nil {
@@ -55,7 +56,7 @@ func TestEngineRotate(t *testing.T) {
 			for _, run := range []string{"rotation", "repeated rotation (after a crash)"} {
 				took := h.mustPass(t, c.ID, e.Rotate(a, b, addr), run)
 				t.Logf("%s: %s took %s", tc.name, run, took.Round(time.Millisecond))
-				h.probeUntilReady(t, e, c, network, b, poll)
+				h.readyWith(t, e, c, network, b)
 				h.mustRefuse(t, c.ID, e.Probe(a, addr), "the probe with A after the "+run)
 			}
 			for path, want := range e.Container(b, tc.features).Secrets {
@@ -94,7 +95,7 @@ func (h *host) restartWith(t *testing.T, e engine.Engine, c dd.Container, networ
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.probeUntilReady(t, e, c, network, b, poll)
+	h.readyWith(t, e, c, network, b)
 	h.mustRefuse(t, c.ID, e.Probe(a, c.Networks[network].IPAddress), "the probe with A after a restart")
 }
 
@@ -110,7 +111,7 @@ func TestBenchRotate(t *testing.T) {
 		t.Run(e.Name(), func(t *testing.T) {
 			pw := newPassword(t)
 			c := h.runEngine(t, e, plain[e.Name()], network, pw, nil, nil)
-			h.probeUntilReady(t, e, c, network, pw, poll)
+			h.readyWith(t, e, c, network, pw)
 			addr := c.Networks[network].IPAddress
 			var took []time.Duration
 			for range rounds {
@@ -140,6 +141,25 @@ func (h *host) mustPass(t *testing.T, id string, s engine.Step, what string) tim
 		t.Fatalf("%s did not pass: %v, exit %d, stdout %q, stderr %q", what, err, res.ExitCode, res.Stdout, res.Stderr)
 	}
 	return time.Since(start)
+}
+
+// readyWith waits until e's probe with password passes in c. Note: the bound lies
+// well past the engine's probe deadline: on a loaded host mongo can take longer to
+// start, and how fast a service starts is not what these tests are about.
+func (h *host) readyWith(t *testing.T, e engine.Engine, c dd.Container, network, password string) {
+	t.Helper()
+	probe := e.Probe(password, c.Networks[network].IPAddress)
+	var last string
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("the last probe: %s", last)
+		}
+	})
+	testenv.WaitFor(t, 3*time.Minute, poll, e.Name()+" to pass its probe", func() bool {
+		res, passed, err := h.run(t, c.ID, probe)
+		last = fmt.Sprintf("%v, exit %d, stdout %q, stderr %q", err, res.ExitCode, res.Stdout, res.Stderr)
+		return passed
+	})
 }
 
 // mustRefuse fails the test unless s runs to its end and fails. Note: a run cut
