@@ -102,22 +102,27 @@ func (postgres) PasswordKey() string { return "ROBOCO_TEST_DB_PASSWORD" }
 
 // postgresRotate sets the password over the unix socket, which the image's
 // pg_hba trusts (initdb --auth-local=trust, in the official image too), so it works
-// whichever password the role has now; where the socket is refused it logs in over
-// TCP with the old password, then the new one (a repeat). The literal is escaped by
-// doubling quotes (standard_conforming_strings is on by default). Note: a failed
-// statement is logged with its text by default; the SETs keep it out of the log.
+// whichever password the role has now, and in the same psql proves it with a TCP
+// login (\connect, PGPASSWORD the new one): one client process on the claim's path.
+// Where the socket is refused it logs in over TCP with the old password, then the
+// new one (a repeat), and proves it apart. The literal is escaped by doubling
+// quotes (standard_conforming_strings is on by default). Note: a failed statement
+// is logged with its text by default; the SETs keep it out of the log.
 const postgresRotate = `	lit=$(printf '%s' "$NEW_PASSWORD" | sed "s/'/''/g")
 	alter() {
-		psql -X -q -w -v ON_ERROR_STOP=1 -p "$PORT" -U ` + postgresUser + ` -d ` + postgresDB + ` "$@" <<SQL
-SET log_min_error_statement = panic;
-SET log_statement = 'none';
-ALTER ROLE "` + postgresUser + `" PASSWORD '$lit';
-SQL
+		printf "SET log_min_error_statement = panic;\nSET log_statement = 'none';\nALTER ROLE \"` + postgresUser + `\" PASSWORD '%s';\n" "$lit"
 	}
-	alter || PGPASSWORD=$OLD_PASSWORD alter -h "$ADDR" || PGPASSWORD=$NEW_PASSWORD alter -h "$ADDR" ||
-		{ echo "ALTER ROLE failed over the socket and with the old and the new password" >&2; exit 1; }
-	[ "$(PGPASSWORD=$NEW_PASSWORD psql -X -q -w -tA -h "$ADDR" -p "$PORT" -U ` + postgresUser + ` -d ` + postgresDB + ` -c 'SELECT 1')" = 1 ] ||
-		{ echo "a login with the new password failed" >&2; exit 1; }`
+	login() {
+		printf '\\connect -reuse-previous=off "host=%s port=%s user=` + postgresUser + ` dbname=` + postgresDB + `"\nSELECT 1;\n' "$ADDR" "$PORT"
+	}
+	psql_() { psql -X -q -w -tA -v ON_ERROR_STOP=1 -p "$PORT" -U ` + postgresUser + ` -d ` + postgresDB + ` "$@"; }
+	[ "$({ alter; login; } | PGPASSWORD=$NEW_PASSWORD psql_ 2>/dev/null)" = 1 ] && exit_ok=1 || exit_ok=
+	if [ -z "$exit_ok" ]; then
+		alter | PGPASSWORD=$OLD_PASSWORD psql_ -h "$ADDR" || alter | PGPASSWORD=$NEW_PASSWORD psql_ -h "$ADDR" ||
+			{ echo "ALTER ROLE failed over the socket and with the old and the new password" >&2; exit 1; }
+		[ "$(login | PGPASSWORD=$NEW_PASSWORD psql_ -h "$ADDR")" = 1 ] ||
+			{ echo "a login with the new password failed" >&2; exit 1; }
+	fi`
 
 // Rotate: see Engine.
 func (p postgres) Rotate(oldPassword, newPassword, addr string) Step {

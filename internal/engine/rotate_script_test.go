@@ -15,16 +15,21 @@ const awkwardPassword = "it's \"q\" $HOME `id` \\ %s -x"
 
 // fakeClients are stand-ins for psql and redis-cli: they log their argv, keep what
 // they get on stdin, and accept a login only with $FAKE_ACCEPT (over the socket,
-// unless FAKE_SOCKET=refuse; the final check only when FAKE_LOGIN=ok).
+// unless FAKE_SOCKET=refuse; the check with the new password, psql's \connect,
+// only when FAKE_LOGIN=ok).
 var fakeClients = map[string]string{
 	"psql": `#!/bin/sh
 echo "$*" >>"$FAKE_DIR/argv"
-case " $* " in
-*" -c SELECT 1 "*) [ "$FAKE_LOGIN" = ok ] && echo 1; exit 0 ;;
-*" -h "*) [ "$PGPASSWORD" = "$FAKE_ACCEPT" ] || exit 2 ;;
-*) [ "$FAKE_SOCKET" != refuse ] || exit 2 ;;
+in=$(cat)
+case "$in" in
+*ALTER*)
+	case " $* " in
+	*" -h "*) [ "$PGPASSWORD" = "$FAKE_ACCEPT" ] || exit 2 ;;
+	*) [ "$FAKE_SOCKET" != refuse ] || exit 2 ;;
+	esac
+	printf '%s' "$in" >"$FAKE_DIR/stdin" ;;
 esac
-cat >"$FAKE_DIR/stdin"
+case "$in" in *'\connect'*) [ "$FAKE_LOGIN" = ok ] || exit 2; echo 1 ;; esac
 `,
 	"redis-cli": `#!/bin/sh
 echo "$*" >>"$FAKE_DIR/argv"
