@@ -8,13 +8,11 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -88,87 +86,6 @@ func run(m *testing.M) int {
 		_ = exec.Command("sh", "-c", "docker ps -aq --filter label="+label+" | xargs -r docker rm -fv").Run()
 	}
 	return code
-}
-
-// manager is one running manager process.
-type manager struct {
-	cmd    *exec.Cmd
-	log    string
-	health string
-}
-
-func freePort(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	// Closed before the manager binds the port: a listener left open would hold it.
-	if err := l.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return addr
-}
-
-// startManager runs bin/manager against the test API server, as an operator would.
-func startManager(t *testing.T, extra ...string) *manager {
-	t.Helper()
-	m := &manager{log: filepath.Join(binDir, fmt.Sprintf("manager-%d.log", time.Now().UnixNano())), health: freePort(t)}
-	args := []string{
-		"--kubeconfig", env.Kubeconfig(),
-		"--instance", instance,
-		"--default-network", network,
-		"--postgres-image", images.Plain["postgres"], "--postgres-kitchen-sink-image", images.KitchenSink["postgres"],
-		"--redis-image", images.Plain["redis"], "--redis-kitchen-sink-image", images.KitchenSink["redis"],
-		"--mongo-image", images.Plain["mongo"],
-		"--metrics-bind-address", "0",
-		"--health-probe-bind-address", m.health,
-		"--grace-period", "5s",
-		"--sweep-interval", "5s",
-		"--zap-encoder", "console",
-	}
-	logf, err := os.Create(m.log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m.cmd = exec.Command(filepath.Join(binDir, "manager"), append(args, extra...)...)
-	m.cmd.Stdout, m.cmd.Stderr = logf, logf
-	if err := m.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		m.stop()
-		_ = logf.Close()
-		if t.Failed() {
-			b, _ := os.ReadFile(m.log)
-			lines := strings.Split(string(b), "\n")
-			t.Logf("manager log (last 40 lines):\n%s", strings.Join(lines[max(0, len(lines)-40):], "\n"))
-		}
-	})
-	testenv.WaitFor(t, 30*time.Second, poll, "the manager's /readyz", func() bool {
-		return exec.Command("curl", "-fsS", "-m", "2", "-o", "/dev/null", "http://"+m.health+"/readyz").Run() == nil
-	})
-	return m
-}
-
-// stop sends SIGTERM and waits, as a rollout does.
-func (m *manager) stop() {
-	if m.cmd.ProcessState == nil {
-		_ = m.cmd.Process.Signal(syscall.SIGTERM)
-		_ = m.cmd.Wait()
-	}
-}
-
-// kill sends SIGKILL: no cleanup of any kind runs.
-func (m *manager) kill() {
-	_ = m.cmd.Process.Kill()
-	_ = m.cmd.Wait()
-}
-
-func (m *manager) logText() string {
-	b, _ := os.ReadFile(m.log)
-	return string(b)
 }
 
 func kubectl(t *testing.T, args ...string) string {
