@@ -114,6 +114,13 @@ func freePort(t *testing.T) string {
 // startManager runs bin/manager against the test API server, as an operator would.
 func startManager(t *testing.T, extra ...string) *manager {
 	t.Helper()
+	return startManagerBinary(t, filepath.Join(binDir, "manager"), extra...)
+}
+
+// startManagerBinary is startManager with another build of the manager (a
+// benchmark's baseline).
+func startManagerBinary(t *testing.T, bin string, extra ...string) *manager {
+	t.Helper()
 	m := &manager{log: filepath.Join(binDir, fmt.Sprintf("manager-%d.log", time.Now().UnixNano())), health: freePort(t)}
 	args := []string{
 		"--kubeconfig", env.Kubeconfig(),
@@ -132,7 +139,7 @@ func startManager(t *testing.T, extra ...string) *manager {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m.cmd = exec.Command(filepath.Join(binDir, "manager"), append(args, extra...)...)
+	m.cmd = exec.Command(bin, append(args, extra...)...)
 	m.cmd.Stdout, m.cmd.Stderr = logf, logf
 	if err := m.cmd.Start(); err != nil {
 		t.Fatal(err)
