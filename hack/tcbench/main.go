@@ -145,7 +145,9 @@ func run(ctx context.Context, s service, caps limits) (testcontainers.Container,
 		testcontainers.WithLabels(map[string]string{label: "tcbench"}),
 		testcontainers.WithEnv(s.env),
 		testcontainers.WithTmpfs(s.tmpfs),
-		testcontainers.WithWaitStrategy(probe),
+		// Note: WithWaitStrategy would cut the wait at 60s, too short for
+		// an initdb on a busy machine.
+		testcontainers.WithWaitStrategyAndDeadline(2*time.Minute, probe),
 		testcontainers.WithHostConfigModifier(func(hc *container.HostConfig) {
 			hc.NanoCPUs, hc.Memory = int64(caps.cpus*1e9), caps.memory
 		}),

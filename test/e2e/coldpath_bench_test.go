@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -31,6 +32,8 @@ import (
 // starting the same images in parallel with exec probes polled every 100 ms
 // (hack/tcbench, its own time from its first create to both ready), in interleaved
 // rounds (SANDBOX_BENCH_ROUNDS, default 10) so both share the machine's state.
+// SANDBOX_BENCH_BASELINE_MANAGER names another manager binary (e.g. built from
+// main) measured the same way in the same rounds: a change's before and after.
 func TestBenchColdPath(t *testing.T) {
 	testenv.BenchOnly(t)
 	rounds := 10
@@ -38,7 +41,6 @@ func TestBenchColdPath(t *testing.T) {
 		rounds = n
 	}
 	tc := buildTCBench(t)
-	startManager(t)
 	ns := newNamespace(t, "bench-cold")
 	cfg, err := clientcmd.BuildConfigFromFlags("", env.Kubeconfig())
 	if err != nil {
@@ -46,33 +48,87 @@ func TestBenchColdPath(t *testing.T) {
 	}
 	dyn := dynamic.NewForConfigOrDie(cfg)
 
-	var ours, theirs, theirProcess []time.Duration
+	// One manager at a time: two would both reconcile every Sandbox.
+	withManager := func(bin, name string) func() (time.Duration, bool) {
+		return func() (time.Duration, bool) {
+			m := startBinary(t, bin, nil)
+			defer m.stop()
+			return coldSandbox(t, dyn, ns, name), true
+		}
+	}
+	sides := []*benchSide{{name: "ours"}, {name: "testcontainers-go"}}
+	baseline := os.Getenv("SANDBOX_BENCH_BASELINE_MANAGER")
+	if baseline != "" {
+		sides = append(sides, &benchSide{name: "baseline manager"})
+	}
+	var tcProcess []time.Duration
 	for round := range rounds {
-		runOurs := func() { ours = append(ours, coldSandbox(t, dyn, ns, fmt.Sprintf("cold-%d", round))) }
-		runTC := func() {
-			in, process := runTCBench(t, tc)
-			theirs, theirProcess = append(theirs, in), append(theirProcess, process)
+		sides[0].run = withManager(filepath.Join(binDir, "manager"), fmt.Sprintf("cold-%d", round))
+		sides[1].run = func() (time.Duration, bool) {
+			in, process, ok := runTCBench(t, tc)
+			tcProcess = append(tcProcess, process)
+			return in, ok
 		}
-		// Either side goes first in turn: neither always starts on a machine the
-		// other has just warmed (or left busy removing its containers).
-		if round%2 == 0 {
-			runOurs()
-			runTC()
-		} else {
-			runTC()
-			runOurs()
+		if baseline != "" {
+			sides[2].run = withManager(baseline, fmt.Sprintf("cold-base-%d", round))
 		}
+		// Each side goes first in turn: none always starts on a machine another has
+		// just warmed (or left busy removing its containers).
+		for i := range sides {
+			sides[(round+i)%len(sides)].measure()
+		}
+	}
+	ours, theirs := sides[0], sides[1]
+	t.Logf("cold postgres+redis, %d rounds interleaved:", rounds)
+	t.Logf("  ours, client-go create → watch sees Ready: %s", ours)
+	t.Logf("  testcontainers-go v0.45, first create → both probes passed: %s", theirs)
+	t.Logf("  testcontainers-go, whole process (start, Docker connection, removal): median %s", testenv.Median(tcProcess).Round(time.Millisecond))
+	t.Logf("  ours / testcontainers-go: median %.2f, worst %.2f", ours.median()/theirs.median(), ours.worst()/theirs.worst())
+	if baseline != "" {
+		base := sides[2]
+		t.Logf("  baseline manager %s: %s", baseline, base)
+		t.Logf("  ours / baseline: median %.2f, worst %.2f; baseline / testcontainers-go: median %.2f",
+			ours.median()/base.median(), ours.worst()/base.worst(), base.median()/theirs.median())
+	}
+}
+
+// benchSide is one contender of a benchmark and what it measured.
+type benchSide struct {
+	name   string
+	run    func() (time.Duration, bool)
+	took   []time.Duration
+	failed int
+}
+
+func (s *benchSide) measure() {
+	if d, ok := s.run(); ok {
+		s.took = append(s.took, d)
+	} else {
+		s.failed++
+	}
+}
+
+func (s *benchSide) median() float64 {
+	if len(s.took) == 0 {
+		return math.NaN()
+	}
+	return testenv.Median(s.took).Seconds()
+}
+
+func (s *benchSide) worst() float64 {
+	if len(s.took) == 0 {
+		return math.NaN()
+	}
+	return slices.Max(s.took).Seconds()
+}
+
+func (s *benchSide) String() string {
+	if len(s.took) == 0 {
+		return fmt.Sprintf("no sample, failed %d", s.failed)
 	}
 	ms := func(d time.Duration) string { return d.Round(time.Millisecond).String() }
-	line := func(ds []time.Duration) string {
-		return fmt.Sprintf("median %s, p99 (the worst of %d) %s", ms(testenv.Median(ds)), len(ds), ms(slices.Max(ds)))
-	}
-	t.Logf("cold postgres+redis, %d rounds interleaved:", rounds)
-	t.Logf("  ours, client-go create → watch sees Ready: %s; all %v", line(ours), ours)
-	t.Logf("  testcontainers-go v0.45, first create → both probes passed: %s; all %v", line(theirs), theirs)
-	t.Logf("  testcontainers-go, whole process (start, Docker connection, removal): %s", line(theirProcess))
-	t.Logf("  ours / testcontainers-go: median %.2f, worst %.2f",
-		testenv.Median(ours).Seconds()/testenv.Median(theirs).Seconds(), slices.Max(ours).Seconds()/slices.Max(theirs).Seconds())
+	return fmt.Sprintf("median %s, p99 (the worst of %d) %s, failed %d; all %v",
+		ms(testenv.Median(s.took)), len(s.took), ms(slices.Max(s.took)), s.failed, s.took)
 }
 
 // coldSandbox creates a postgres+redis Sandbox as an orchestrator does, returns how
@@ -134,8 +190,9 @@ func isReady(obj *unstructured.Unstructured) bool {
 var tcbenchReady = regexp.MustCompile(`(?m)^tcbench: ready_ms=(\d+)`)
 
 // runTCBench runs hack/tcbench once: its own time from its first create to both
-// ready, and the whole process's.
-func runTCBench(t *testing.T, bin string) (ready, process time.Duration) {
+// ready, and the whole process's; a run that failed is logged, not fatal (an
+// initdb past its 2 minutes on a machine under load).
+func runTCBench(t *testing.T, bin string) (ready, process time.Duration, ok bool) {
 	t.Helper()
 	t.Cleanup(func() {
 		_ = exec.Command("sh", "-c", "docker ps -aq --filter label="+testLabel+"=tcbench | xargs -r docker rm -fv").Run()
@@ -149,10 +206,11 @@ func runTCBench(t *testing.T, bin string) (ready, process time.Duration) {
 	process = time.Since(start)
 	m := tcbenchReady.FindSubmatch(out)
 	if err != nil || m == nil {
-		t.Fatalf("tcbench: %v\n%s%s", err, out, tail(stderr.String(), 20))
+		t.Logf("tcbench failed: %v\n%s%s", err, out, tail(stderr.String(), 20))
+		return 0, process, false
 	}
 	n, _ := strconv.Atoi(string(m[1]))
-	return time.Duration(n) * time.Millisecond, process
+	return time.Duration(n) * time.Millisecond, process, true
 }
 
 func tail(s string, n int) string {
