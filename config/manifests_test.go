@@ -112,6 +112,7 @@ func TestDefaultHasEverything(t *testing.T) {
 		"ClusterRole/sandbox-controller-manager-role",
 		"ClusterRoleBinding/sandbox-controller-manager-rolebinding",
 		"CustomResourceDefinition/sandboxes.sandbox.roboco.io",
+		"CustomResourceDefinition/sandboxpools.sandbox.roboco.io",
 		"Deployment/sandbox-controller-controller-manager",
 		"Namespace/sandbox-system",
 		"Role/sandbox-controller-leader-election-role",
@@ -124,14 +125,17 @@ func TestDefaultHasEverything(t *testing.T) {
 	}
 }
 
-// allowed is everything the manager may do: Sandboxes, their status and
-// finalizers, Secrets, events, and (in its own namespace) Leases.
+// allowed is everything the manager may do: Sandboxes and SandboxPools, their
+// status and finalizers, Secrets, events, and (in its own namespace) Leases.
 var allowed = map[string][]string{
-	"sandbox.roboco.io/sandboxes":            {"get", "list", "watch", "update", "patch", "delete"},
-	"sandbox.roboco.io/sandboxes/status":     {"get", "update", "patch"},
-	"sandbox.roboco.io/sandboxes/finalizers": {"update"},
-	"/secrets":                               {"get", "list", "watch", "create", "update", "patch", "delete"},
-	"events.k8s.io/events":                   {"create", "patch"},
+	"sandbox.roboco.io/sandboxes":               {"get", "list", "watch", "update", "patch", "delete"},
+	"sandbox.roboco.io/sandboxes/status":        {"get", "update", "patch"},
+	"sandbox.roboco.io/sandboxes/finalizers":    {"update"},
+	"sandbox.roboco.io/sandboxpools":            {"get", "list", "watch", "update", "patch"},
+	"sandbox.roboco.io/sandboxpools/status":     {"get", "update", "patch"},
+	"sandbox.roboco.io/sandboxpools/finalizers": {"update"},
+	"/secrets":             {"get", "list", "watch", "create", "update", "patch", "delete"},
+	"events.k8s.io/events": {"create", "patch"},
 }
 
 // allowedByName is what the manager may do to single named objects: read
@@ -303,6 +307,8 @@ func TestManifestsApply(t *testing.T) {
 		{[]string{"create", "events.events.k8s.io", "-n", "agents"}, true},
 		{[]string{"update", "leases.coordination.k8s.io", "-n", "sandbox-system"}, true},
 		{[]string{"create", "sandboxes.sandbox.roboco.io", "-n", "agents"}, false},
+		{[]string{"patch", "sandboxpools.sandbox.roboco.io", "--subresource=status", "-n", "agents"}, true},
+		{[]string{"delete", "sandboxpools.sandbox.roboco.io", "-n", "agents"}, false},
 		{[]string{"update", "leases.coordination.k8s.io", "-n", "kube-system"}, false},
 		{[]string{"get", "namespaces/kube-system"}, true}, // its UID names the cluster: the default --instance
 		{[]string{"get", "namespaces/agents"}, false},
