@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 )
 
 // DockerCalls is a proxy in front of the Docker engine that counts the API
@@ -20,9 +21,21 @@ import (
 // method makes), the engine sees them all.
 type DockerCalls struct {
 	// Host is the proxy's address, for dd.WithHost.
-	Host   string
-	mu     sync.Mutex
-	counts Calls
+	Host    string
+	mu      sync.Mutex
+	counts  Calls
+	tracing bool
+	trace   []Request
+}
+
+// Request is one request the proxy passed, as Trace records it.
+type Request struct {
+	// Method, Path and Query are as sent (the path with its IDs and API version).
+	Method, Path, Query string
+	// At is when it reached the proxy; Took is until its answer was passed on
+	// (an exec's start returns when the exec ends).
+	At   time.Time
+	Took time.Duration
 }
 
 // Calls counts Docker API requests by "METHOD /path", with the API version and
@@ -60,7 +73,9 @@ func CountDockerCalls(t T, daemonHost string) *DockerCalls {
 	}
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p.count(r.Method, r.URL.Path)
+		at := time.Now()
 		rp.ServeHTTP(w, r)
+		p.traced(Request{Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery, At: at, Took: time.Since(at)})
 	})}
 	go func() { _ = srv.Serve(l) }()
 	t.Cleanup(func() { _ = srv.Close() })
@@ -77,6 +92,30 @@ func (p *DockerCalls) count(method, path string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.counts[method+" "+path]++
+}
+
+// Trace records every request answered from now on, until Traced (for a
+// benchmark's timeline; the event stream, never answered, is not recorded).
+func (p *DockerCalls) Trace() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.tracing, p.trace = true, nil
+}
+
+// Traced stops recording and returns the requests answered since Trace.
+func (p *DockerCalls) Traced() []Request {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.tracing = false
+	return p.trace
+}
+
+func (p *DockerCalls) traced(r Request) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.tracing {
+		p.trace = append(p.trace, r)
+	}
 }
 
 // Reset forgets what was counted so far.

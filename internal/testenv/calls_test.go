@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 )
 
 // proxied starts a stand-in engine answering "ok <path>", and a counting proxy in
@@ -36,7 +37,7 @@ func call(t *testing.T, c *http.Client, method, path string) {
 	}
 	defer func() { _ = res.Body.Close() }()
 	body, _ := io.ReadAll(res.Body)
-	if method != http.MethodHead && string(body) != "ok "+path {
+	if p, _, _ := strings.Cut(path, "?"); method != http.MethodHead && string(body) != "ok "+p {
 		t.Errorf("%s %s reached the engine as %q", method, path, body)
 	}
 }
@@ -81,5 +82,27 @@ func TestCountDockerCallsRefusesAnUnknownHost(t *testing.T) {
 	r := &recorder{T: t}
 	if CountDockerCalls(r, "ssh://somewhere"); !strings.Contains(r.failure, "ssh://somewhere") {
 		t.Errorf("an ssh:// engine: failure %q, want one naming the host", r.failure)
+	}
+}
+
+func TestDockerCallsTraceRecordsRequestsBetweenTraceAndTraced(t *testing.T) {
+	calls, c := proxied(t)
+	call(t, c, "GET", "/v1.47/containers/before/json")
+	calls.Trace()
+	start := time.Now()
+	call(t, c, "POST", "/v1.47/containers/3f2a/rename")
+	call(t, c, "GET", "/v1.47/containers/json?all=1")
+	got := calls.Traced()
+	call(t, c, "GET", "/v1.47/containers/after/json")
+
+	if len(got) != 2 || got[0].Method != "POST" || got[0].Path != "/v1.47/containers/3f2a/rename" ||
+		got[1].Method != "GET" || got[1].Path != "/v1.47/containers/json" || got[1].Query != "all=1" {
+		t.Fatalf("traced %+v, want the rename then the list, paths and query as sent", got)
+	}
+	if got[0].At.Before(start) || got[1].At.Before(got[0].At) || got[0].Took <= 0 {
+		t.Errorf("traced times %+v: want them in order, after Trace, each with a duration", got)
+	}
+	if again := calls.Traced(); len(again) != 2 {
+		t.Errorf("a second Traced returned %d requests, want the same 2 (nothing recorded after the first)", len(again))
 	}
 }

@@ -1,0 +1,267 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/roboco-sandbox/sandbox-controller/internal/testenv"
+)
+
+var sandboxPools = schema.GroupVersionResource{Group: "sandbox.roboco.io", Version: "v1alpha1", Resource: "sandboxpools"}
+
+// TestBenchPoolClaim measures a postgres+redis Sandbox served by warm pools (5
+// members each, full before every claim, so each claim is a hit) on two clocks,
+// the orchestrator's (client-go create → its watch sees Ready for the current
+// generation) and kubectl's (apply → wait returns), and the same Sandbox cold
+// (spec.pools.policy: Never) on the first clock; the three kinds of run are
+// interleaved, SANDBOX_BENCH_CLAIMS (default 20) of each. Claimed Sandboxes are
+// kept until the end, so the pools' status.claimed tells a pass after each claim.
+func TestBenchPoolClaim(t *testing.T) {
+	testenv.BenchOnly(t)
+	n := benchCount("SANDBOX_BENCH_CLAIMS", 20)
+	metrics := freePort(t)
+	startManager(t, "--metrics-bind-address", metrics)
+	b := newPoolBench(t, "bench-claim", 5, "postgres", "redis")
+	t.Logf("load average at start: %s", loadAvg())
+	var warmGo, warmKubectl, cold []time.Duration
+	runs := []func(i int){
+		func(i int) {
+			warmGo = append(warmGo, b.createReady(b.sandbox(fmt.Sprintf("go-%d", i), false)))
+			b.claimed++
+		},
+		func(i int) {
+			name := fmt.Sprintf("kc-%d", i)
+			applyStart := time.Now()
+			applyYAML(t, b.ns, sandboxYAML(name, name+"-"+runID, "{policy: None}", "[{engine: postgres}, {engine: redis}]"))
+			kubectl(t, "wait", "-n", b.ns, "--for=condition=Ready", "sandbox/"+name, "--timeout=180s")
+			warmKubectl = append(warmKubectl, time.Since(applyStart))
+			b.claimed++
+		},
+		func(i int) {
+			name := fmt.Sprintf("cold-%d", i)
+			cold = append(cold, b.createReady(b.sandbox(name, true)))
+			b.deleteGone(name)
+		},
+	}
+	for i := range n {
+		for k := range runs {
+			b.waitFull(3 * time.Minute)
+			runs[(i+k)%len(runs)](i) // each kind goes first in turn
+		}
+	}
+	b.waitFull(3 * time.Minute)
+	hits, misses := b.claimResults()
+	t.Logf("postgres+redis, %d runs of each kind interleaved (claims: %d hits, %d misses per engine), load average at end: %s", n, hits, misses, loadAvg())
+	t.Logf("  warm, client-go create → watch sees Ready: %s", stats(warmGo))
+	t.Logf("  warm, kubectl apply → kubectl wait returns: %s", stats(warmKubectl))
+	t.Logf("  cold (policy Never), client-go create → watch sees Ready: %s", stats(cold))
+	t.Logf("  cold / warm on the orchestrator's clock: p50 ×%.1f, p99 ×%.1f",
+		testenv.Median(cold).Seconds()/testenv.Median(warmGo).Seconds(), slices.Max(cold).Seconds()/slices.Max(warmGo).Seconds())
+	t.Logf("  the manager's sandbox_pool_claim_seconds (record, rename, rotate, inspect): %s", claimHistogram(t, metrics))
+	t.Logf("  its Claimed events: %s; Warning events: %q", claimedEvents(t, b.ns), warnings(t, b.ns))
+}
+
+func benchCount(env string, def int) int {
+	if n, err := strconv.Atoi(os.Getenv(env)); err == nil && n > 0 {
+		return n
+	}
+	return def
+}
+
+func ms(d time.Duration) string { return d.Round(time.Millisecond).String() }
+
+// stats is p50 and p99 of ds; with fewer than 100 samples p99 is the worst.
+func stats(ds []time.Duration) string {
+	p99 := "p99 (the max of " + strconv.Itoa(len(ds)) + ")"
+	if len(ds) >= 100 {
+		s := slices.Sorted(slices.Values(ds))
+		p99 = "p99 " + ms(s[len(s)*99/100])
+	} else {
+		p99 += " " + ms(slices.Max(ds))
+	}
+	return fmt.Sprintf("p50 %s, %s; all %v", ms(testenv.Median(ds)), p99, roundAll(ds))
+}
+
+func roundAll(ds []time.Duration) []string {
+	out := make([]string, len(ds))
+	for i, d := range ds {
+		out[i] = ms(d)
+	}
+	return out
+}
+
+func loadAvg() string {
+	b, _ := os.ReadFile("/proc/loadavg")
+	return strings.Join(strings.Fields(string(b))[:3], " ")
+}
+
+// poolBench is a namespace with one pool per engine, and what has been claimed
+// from each so far (every claim takes one member of each pool).
+type poolBench struct {
+	t        *testing.T
+	ns       string
+	dyn      dynamic.Interface
+	engines  []string
+	replicas int64
+	claimed  int64
+	// started is when the last createReady created its Sandbox.
+	started time.Time
+}
+
+// newPoolBench makes the namespace and its pools (named after their engines);
+// its Sandboxes and pools are deleted when t ends, while the manager still runs.
+func newPoolBench(t *testing.T, name string, replicas int, engines ...string) *poolBench {
+	t.Helper()
+	cfg, err := clientcmd.BuildConfigFromFlags("", env.Kubeconfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.QPS, cfg.Burst = 200, 400 // a burst's creates are not paced by the client
+	b := &poolBench{t: t, ns: newNamespace(t, name), dyn: dynamic.NewForConfigOrDie(cfg), engines: engines, replicas: int64(replicas)}
+	for _, e := range engines {
+		pool := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "sandbox.roboco.io/v1alpha1", "kind": "SandboxPool",
+			"metadata": map[string]any{"name": e, "namespace": b.ns},
+			"spec":     map[string]any{"replicas": int64(replicas), "service": map[string]any{"engine": e}},
+		}}
+		if _, err := b.dyn.Resource(sandboxPools).Namespace(b.ns).Create(context.Background(), pool, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() {
+		kubectl(t, "delete", "-n", b.ns, "sandboxes", "--all", "--timeout=600s")
+		kubectl(t, "delete", "-n", b.ns, "sandboxpools", "--all", "--timeout=300s")
+	})
+	return b
+}
+
+// full: every pool has a status written after the last claim (claimed counts it;
+// b.claimed < 0 skips that) with all its members ready.
+func (b *poolBench) full() bool {
+	for _, e := range b.engines {
+		p, err := b.dyn.Resource(sandboxPools).Namespace(b.ns).Get(context.Background(), e, metav1.GetOptions{})
+		if err != nil {
+			return false
+		}
+		gen, _, _ := unstructured.NestedInt64(p.Object, "status", "observedGeneration")
+		claimed, _, _ := unstructured.NestedInt64(p.Object, "status", "claimed")
+		ready, _, _ := unstructured.NestedInt64(p.Object, "status", "readyReplicas")
+		replicas, _, _ := unstructured.NestedInt64(p.Object, "status", "replicas")
+		if gen != p.GetGeneration() || (b.claimed >= 0 && claimed != b.claimed) || ready != b.replicas || replicas != b.replicas {
+			return false
+		}
+	}
+	return true
+}
+
+func (b *poolBench) waitFull(timeout time.Duration) {
+	b.t.Helper()
+	for deadline := time.Now().Add(timeout); !b.full(); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			b.t.Fatalf("timed out after %s waiting for pools %v full, %d claimed:\n%s", timeout, b.engines, b.claimed,
+				kubectl(b.t, "get", "sandboxpools", "-n", b.ns, "-o", "yaml"))
+		}
+	}
+}
+
+// sandbox is a Sandbox of every pool's engine, cold when told so.
+func (b *poolBench) sandbox(name string, cold bool) *unstructured.Unstructured {
+	var services []any
+	for _, e := range b.engines {
+		services = append(services, map[string]any{"engine": e})
+	}
+	spec := map[string]any{"agentID": name + "-" + runID, "owner": map[string]any{"policy": "None"}, "services": services}
+	if cold {
+		spec["pools"] = map[string]any{"policy": "Never"}
+	}
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "sandbox.roboco.io/v1alpha1", "kind": "Sandbox",
+		"metadata": map[string]any{"name": name, "namespace": b.ns}, "spec": spec,
+	}}
+}
+
+// createReady creates sb as an orchestrator does and returns how long until its
+// watch saw it Ready for its current generation.
+func (b *poolBench) createReady(sb *unstructured.Unstructured) time.Duration {
+	b.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	res := b.dyn.Resource(sandboxes).Namespace(b.ns)
+	w, err := res.Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + sb.GetName()})
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	defer w.Stop()
+	b.started = time.Now()
+	if _, err := res.Create(ctx, sb, metav1.CreateOptions{}); err != nil {
+		b.t.Fatal(err)
+	}
+	for ev := range w.ResultChan() {
+		if ev.Type == watch.Error {
+			b.t.Fatalf("watching %s: %v", sb.GetName(), ev.Object)
+		}
+		if readyNow(ev.Object.(*unstructured.Unstructured)) {
+			return time.Since(b.started)
+		}
+	}
+	b.t.Fatalf("the watch of %s ended before it was Ready", sb.GetName())
+	return 0
+}
+
+// readyNow: Ready=True, and status describes the current generation.
+func readyNow(obj *unstructured.Unstructured) bool {
+	gen, _, _ := unstructured.NestedInt64(obj.Object, "status", "observedGeneration")
+	return gen == obj.GetGeneration() && isReady(obj)
+}
+
+// deleteGone deletes a Sandbox and waits until it is gone (torn down).
+func (b *poolBench) deleteGone(name string) {
+	b.t.Helper()
+	res := b.dyn.Resource(sandboxes).Namespace(b.ns)
+	if err := res.Delete(context.Background(), name, metav1.DeleteOptions{}); err != nil {
+		b.t.Fatal(err)
+	}
+	testenv.WaitFor(b.t, 2*time.Minute, 50*time.Millisecond, name+" gone", func() bool {
+		_, err := res.Get(context.Background(), name, metav1.GetOptions{})
+		return apierrors.IsNotFound(err)
+	})
+}
+
+// claimResults counts the namespace's Sandboxes whose every engine has a claim
+// record (hits) and those with any engine served cold though it may claim.
+func (b *poolBench) claimResults() (hits, misses int) {
+	b.t.Helper()
+	list, err := b.dyn.Resource(sandboxes).Namespace(b.ns).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	for _, sb := range list.Items {
+		if policy, _, _ := unstructured.NestedString(sb.Object, "spec", "pools", "policy"); policy == "Never" {
+			continue
+		}
+		all := true
+		for _, e := range b.engines {
+			all = all && sb.GetAnnotations()["claim.sandbox.roboco.io/"+e] != ""
+		}
+		if all {
+			hits++
+		} else {
+			misses++
+		}
+	}
+	return hits, misses
+}
