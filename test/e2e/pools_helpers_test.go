@@ -200,16 +200,6 @@ func servedOnce(t *testing.T, ns, name, poolUID string) string {
 	return s.ContainerID
 }
 
-// servedBy is the container serving Sandbox name.
-func servedBy(served map[string]string, name string) string {
-	for id, n := range served {
-		if n == name {
-			return id
-		}
-	}
-	return ""
-}
-
 // claimedOf counts the served containers that are the pool's members.
 func claimedOf(t *testing.T, served map[string]string, poolUID string) int {
 	t.Helper()

@@ -196,6 +196,10 @@ func crashDuringClaim(t *testing.T, bin, id, point string, clearStatus bool) {
 	}
 	startManager(t)
 	kubectl(t, "wait", "-n", ns, "--for=condition=Ready", "sandbox/first", "--timeout=180s")
+	if first := servedOnce(t, ns, "first", uid); point != chaosplant.AfterClaimRecorded && first != record {
+		t.Errorf("first is served by %s, not by the member it claimed and renamed, %s", first, record)
+	}
+	waitRefilled(t, ns, "redis", uid, 2, claimedOf(t, map[string]string{servedOnce(t, ns, "first", uid): "first"}, uid))
 	// A second Sandbox claims from what the pool offers after the crash.
 	applyYAML(t, ns, sandboxYAML("second", id+"b-"+runID, "{policy: None}", "[{engine: redis}]"))
 	kubectl(t, "wait", "-n", ns, "--for=condition=Ready", "sandbox/second", "--timeout=180s")
@@ -211,9 +215,6 @@ func crashDuringClaim(t *testing.T, bin, id, point string, clearStatus bool) {
 		if out, in, _ := login(t, "redis", vars, vars[passwordKeys["redis"]]); !in {
 			t.Errorf("%s: redis refused its Secret's password: %s", name, out)
 		}
-	}
-	if first := servedBy(served, "first"); point != chaosplant.AfterClaimRecorded && first != record {
-		t.Errorf("first is served by %s, not by the member it claimed and renamed, %s", first, record)
 	}
 	claimed := claimedOf(t, served, uid)
 	t.Logf("after the crash %s: %d of 2 Sandboxes served by pool members, the others cold", point, claimed)
