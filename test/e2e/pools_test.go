@@ -102,25 +102,33 @@ func waitRefilled(t *testing.T, ns, pool, uid string, replicas, claimed int) {
 	t.Helper()
 	want := fmt.Sprintf("%d %d %d, %d unclaimed running", replicas, replicas, claimed, replicas)
 	var got string
+	var seen []dockerContainer
 	defer func() {
 		if t.Failed() {
-			t.Logf("pool %s: ready, replicas, claimed %s; want %s", pool, got, want)
+			t.Logf("pool %s: ready, replicas, claimed %s; want %s; its containers: %+v", pool, got, want, seen)
 		}
 	}()
 	testenv.WaitFor(t, 3*time.Minute, poll, "pool "+pool+" to refill", func() bool {
+		seen = poolContainers(t, uid)
 		unclaimed := 0
-		for _, c := range poolContainers(t, uid) {
+		for _, c := range seen {
 			if !strings.HasPrefix(c.name, "roboco-sandbox-") && c.state == "running" {
 				unclaimed++
 			}
 		}
 		var p struct {
-			Status struct{ ReadyReplicas, Replicas, Claimed int } `json:"status"`
+			Status struct {
+				ReadyReplicas, Replicas, Claimed int
+				Conditions                       []struct{ Type, Message string }
+			} `json:"status"`
 		}
 		if err := json.Unmarshal([]byte(kubectl(t, "get", "sandboxpool", pool, "-n", ns, "-o", "json")), &p); err != nil {
 			t.Fatal(err)
 		}
 		got = fmt.Sprintf("%d %d %d, %d unclaimed running", p.Status.ReadyReplicas, p.Status.Replicas, p.Status.Claimed, unclaimed)
+		if got != want {
+			got += fmt.Sprintf(" (%+v)", p.Status.Conditions)
+		}
 		return got == want
 	})
 }
@@ -187,6 +195,7 @@ func crashDuringClaim(t *testing.T, bin, id, point string, clearStatus bool) {
 	if ws, ok := planted.cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
 		t.Fatalf("the manager ended with %s, not by the SIGKILL of its crash point", planted.cmd.ProcessState)
 	}
+	t.Logf("after the crash %s, the pool's containers: %+v", point, poolContainers(t, uid))
 	record, _, _ := strings.Cut(getSandbox(t, ns, "first").Metadata.Annotations[claimAnnotation], "/")
 	if record == "" {
 		t.Fatalf("no claim record on the Sandbox after a crash %s", point)
