@@ -1,6 +1,7 @@
 package controllers_test
 
 import (
+	"maps"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -102,6 +103,33 @@ var _ = Describe("Warm pools, when a claim is cut short", func() {
 		p := getPool(pool)
 		stripFinalizers(p)
 		Eventually(func() []dd.ContainerSummary { return members(host, p) }, "10s").Should(BeEmpty(), "the pool's members leaked")
+	})
+
+	It("replaces a member a crash left created, never started", func() {
+		ms := members(host, pool)
+		Expect(ms).To(HaveLen(2))
+		stop()
+		// As a manager killed between a member's create and its start leaves it.
+		full, ok := host.Peek(ms[0].ID)
+		Expect(ok).To(BeTrue())
+		labels := maps.Clone(full.Labels)
+		labels[shost.LabelMember] = "cut0short0000000"
+		left, err := host.SeedContainer(dd.ContainerSpec{Name: ms[0].Name[:len(ms[0].Name)-16] + "cut0short0000000",
+			Image: full.Image, Labels: labels, Network: testNetwork}, false)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(host.DeleteContainer(ms[0].ID)).To(Succeed())
+		stop = startManager(host, testOptions())
+
+		Eventually(func() bool { _, ok := host.Peek(left.ID); return ok }).Should(BeFalse(),
+			func() string { return "the member left created is still there: " + poolDescribe(pool)() })
+		Eventually(func() []dd.State {
+			var states []dd.State
+			for _, m := range members(host, pool) {
+				states = append(states, m.State)
+			}
+			return states
+		}).Should(Equal([]dd.State{dd.StateRunning, dd.StateRunning}))
+		Eventually(poolCounts(pool)).Should(Equal([3]int64{2, 2, 0}), poolDescribe(pool))
 	})
 
 	It("replaces members older than maxAge", func() {

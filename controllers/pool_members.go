@@ -120,7 +120,12 @@ func (p *PoolReconciler) judgeMember(pool *sandboxv1.SandboxPool, class host.Ser
 	switch {
 	case c.Labels[host.LabelClass] != class.Container.Labels[host.LabelClass]:
 		return "its class is outdated (the pool's spec or the operator's settings changed)"
-	case c.State != dd.StateRunning && c.State != dd.StateCreated:
+	case c.State == dd.StateCreated:
+		// Note: a pass's creates end within it, so a member still created was
+		// left by a create cut short (its manager killed before the start, or
+		// the start and the cleanup failed): nothing will start it.
+		return "it was never started (its creation was cut short)"
+	case c.State != dd.StateRunning:
 		return "it is " + string(c.State)
 	case pool.Spec.MaxAge != nil && time.Since(c.CreatedAt) > pool.Spec.MaxAge.Duration:
 		return fmt.Sprintf("it is older than maxAge %s", pool.Spec.MaxAge.Duration)
