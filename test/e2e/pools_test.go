@@ -226,7 +226,7 @@ func crashDuringClaim(t *testing.T, bin, id, point string, clearStatus bool) {
 		}
 	}
 	claimed := claimedOf(t, served, uid)
-	t.Logf("after the crash %s: %d of 2 Sandboxes served by pool members, the others cold", point, claimed)
+	t.Logf("after the crash %s: %d of 2 Sandboxes claimed a pool member (any other started cold)", point, claimed)
 	waitRefilled(t, ns, "redis", uid, 2, claimed)
 	kubectl(t, "delete", "-n", ns, "sandbox/first", "sandbox/second", "--timeout=120s")
 	kubectl(t, "delete", "-n", ns, "sandboxpool/redis", "--timeout=120s")
