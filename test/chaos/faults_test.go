@@ -154,11 +154,15 @@ func (r *run) removeContainer(ctx context.Context, c *cycle, rnd *rand.Rand) err
 // swapHost puts another Docker host behind the manager's socket for hold (the
 // node the manager was rescheduled to), then the suite's own again. The Sandboxes
 // are bound to the suite's host: on the other one nothing may be created or
-// removed for them. The workload pauses meanwhile (a Sandbox created there would
-// rightly be bound to the other host).
+// removed for them. The workload pauses meanwhile, and the swap waits until every
+// Sandbox is bound: one the manager first reaches on the other host is rightly
+// bound there (the fault is a reschedule after placement, not before it).
 func (r *run) swapHost(ctx context.Context, hold time.Duration) error {
 	r.w.ops.Lock()
 	defer r.w.ops.Unlock()
+	if err := r.waitBound(ctx, r.s.bound); err != nil {
+		return err
+	}
 	if err := r.h.daemon.restart(r.h.daemon.altRoot); err != nil {
 		return err
 	}
@@ -187,4 +191,25 @@ func (r *run) swapHost(ctx context.Context, hold time.Duration) error {
 	}
 	r.h.startStoppedOwners(ctx)
 	return nil
+}
+
+// waitBound waits until every Sandbox not being deleted records its Docker host.
+func (r *run) waitBound(ctx context.Context, limit time.Duration) error {
+	var unbound []string
+	for deadline := time.Now().Add(limit); ; {
+		sbs, err := r.w.sandboxes(ctx)
+		unbound = unbound[:0]
+		for name, sb := range sbs {
+			if sb.DeletionTimestamp == nil && sb.Status.DockerHost == nil {
+				unbound = append(unbound, name)
+			}
+		}
+		if err == nil && len(unbound) == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return fmt.Errorf("Sandboxes not bound to a Docker host within %s: %v (last error: %v)", limit, unbound, err)
+		}
+		sleep(ctx, 200*time.Millisecond)
+	}
 }
