@@ -168,7 +168,8 @@ type ServiceResources struct {
 
 // SandboxStatus is what the controller observed and did.
 type SandboxStatus struct {
-	// observedGeneration is the metadata.generation this status describes.
+	// observedGeneration is the metadata.generation this status describes; -1
+	// until the controller's first status.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
@@ -264,8 +265,11 @@ type Sandbox struct {
 	// +required
 	Spec SandboxSpec `json:"spec"`
 
-	// status is the observed state, written by the controller.
+	// status is the observed state, written by the controller. Its
+	// observedGeneration is -1 until the controller's first status (as Flux's
+	// objects do), so kstatus reads a brand-new object as InProgress, not Current.
 	// +optional
+	// +kubebuilder:default={"observedGeneration":-1}
 	Status SandboxStatus `json:"status,omitempty"`
 }
 

@@ -97,8 +97,11 @@ type SandboxPool struct {
 	// +required
 	Spec SandboxPoolSpec `json:"spec"`
 
-	// status is the observed state, written by the controller.
+	// status is the observed state, written by the controller. Its
+	// observedGeneration is -1 until the controller's first status (as Flux's
+	// objects do), so kstatus reads a brand-new object as InProgress, not Current.
 	// +optional
+	// +kubebuilder:default={"observedGeneration":-1}
 	Status SandboxPoolStatus `json:"status,omitempty"`
 }
 
