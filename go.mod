@@ -15,6 +15,7 @@ require (
 	github.com/onsi/gomega v1.44.0
 	github.com/prometheus/client_golang v1.24.0
 	github.com/redis/go-redis/v9 v9.23.0
+	github.com/roboco-sandbox/sandbox-controller/api v0.0.0
 	github.com/spf13/pflag v1.0.10
 	go.mongodb.org/mongo-driver/v2 v2.10.0
 	k8s.io/api v0.37.2
@@ -121,3 +122,5 @@ require (
 )
 
 tool sigs.k8s.io/controller-tools/cmd/controller-gen
+
+replace github.com/roboco-sandbox/sandbox-controller/api => ./api

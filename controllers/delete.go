@@ -62,7 +62,7 @@ func (r *SandboxReconciler) reconcileDelete(ctx context.Context, sb *sandboxv1.S
 // collector alone: credentials should not outlive their containers.
 func (r *SandboxReconciler) deleteSecret(ctx context.Context, sb *sandboxv1.Sandbox) error {
 	secret := &corev1.Secret{}
-	if err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: sb.Namespace, Name: secretName(sb)}, secret); err != nil ||
+	if err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: sb.Namespace, Name: sandboxv1.SecretName(sb)}, secret); err != nil ||
 		!metav1.IsControlledBy(secret, sb) {
 		return nil
 	}

@@ -65,10 +65,7 @@ var _ = Describe("kstatus", func() {
 
 		By("deleting it")
 		Expect(k8sClient.Delete(ctx, sb)).To(Succeed())
-		for {
-			if next() == watch.Deleted {
-				break
-			}
+		for next() != watch.Deleted {
 		}
 		Expect(seen).To(Equal([]status.Status{status.InProgressStatus, status.FailedStatus, status.InProgressStatus,
 			status.CurrentStatus, status.TerminatingStatus}), "kstatus over the lifecycle")

@@ -33,9 +33,6 @@ func CacheOptions() cache.Options {
 	}}
 }
 
-// secretName is the credentials Secret of a Sandbox.
-func secretName(sb *sandboxv1.Sandbox) string { return sb.Name + "-sandbox" }
-
 // errSecretConflict says the Secret's name is taken by a Secret this Sandbox does not own.
 type errSecretConflict struct{ name string }
 
@@ -55,7 +52,7 @@ type credentials struct {
 // once and never rotated here; only a lost Secret leads to new ones (and, through
 // the containers' fingerprint, to new containers).
 func (r *SandboxReconciler) ensureSecret(ctx context.Context, sb *sandboxv1.Sandbox) (*credentials, error) {
-	key := types.NamespacedName{Namespace: sb.Namespace, Name: secretName(sb)}
+	key := types.NamespacedName{Namespace: sb.Namespace, Name: sandboxv1.SecretName(sb)}
 	secret := &corev1.Secret{}
 	err := r.APIReader.Get(ctx, key, secret)
 	if err != nil && !apierrors.IsNotFound(err) {

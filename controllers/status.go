@@ -52,7 +52,7 @@ func merge(sb *sandboxv1.Sandbox, condType, okReason string, results []serviceRe
 // summarize writes the services' results into status and derives every condition.
 func summarize(sb *sandboxv1.Sandbox, results []serviceResult) {
 	sb.Status.ObservedGeneration = sb.Generation
-	sb.Status.SecretName = secretName(sb)
+	sb.Status.SecretName = sandboxv1.SecretName(sb)
 	sb.Status.Services = make([]sandboxv1.ServiceStatus, len(results))
 	engines := make([]string, len(results))
 	for i, res := range results {

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# Fails when go.mod/go.sum of the main module, of a tools module under hack/tools/ or
-# of hack/tcbench (the benchmark's testcontainers-go program) are not what `go mod tidy` makes of them. Changes nothing.
+# Fails when go.mod/go.sum of the main module, of the API module (api/), of a tools
+# module under hack/tools/ or of hack/tcbench (the benchmark's testcontainers-go
+# program) are not what `go mod tidy` makes of them. Changes nothing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 failed=()
-for mod in go.mod hack/tools/*/go.mod hack/tcbench/go.mod; do
+for mod in go.mod api/go.mod hack/tools/*/go.mod hack/tcbench/go.mod; do
   dir=$(dirname "$mod")
   if ! out=$(cd "$dir" && go mod tidy -diff 2>&1); then
     out=$(grep -v '^go: downloading' <<<"$out" || true)

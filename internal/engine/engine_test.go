@@ -10,6 +10,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
 	"github.com/roboco-sandbox/sandbox-controller/internal/engine"
 )
 
@@ -190,6 +191,13 @@ func TestUpstreamContract(t *testing.T) {
 			}
 			if !slices.Equal(sorted(got), sorted(tt.published)) {
 				t.Errorf("publishes %v, want %v", sorted(got), sorted(tt.published))
+			}
+			// What the API module tells orchestrators must be what is published.
+			keys, ok := sandboxv1.KeysOf(sandboxv1.Engine(tt.engine))
+			api := slices.DeleteFunc([]string{keys.Host, keys.Port, keys.User, keys.Password, keys.Database},
+				func(k string) bool { return k == "" })
+			if !ok || !slices.Equal(sorted(api), sorted(tt.published)) || keys.Password != e.PasswordKey() {
+				t.Errorf("api KeysOf: %+v (known %v), want the published %v and password key %s", keys, ok, tt.published, e.PasswordKey())
 			}
 		})
 	}

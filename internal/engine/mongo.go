@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strconv"
 	"time"
+
+	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
 )
 
 const (
@@ -70,14 +72,14 @@ func (mongo) VerifyFeatures(string, string) (Step, func(string) []string) {
 
 func (m mongo) Publish(host, password string) map[string]string {
 	return map[string]string{
-		"ROBOCO_TEST_MONGO_HOST":     host,
-		"ROBOCO_TEST_MONGO_PORT":     strconv.Itoa(m.Port()),
-		"ROBOCO_TEST_MONGO_USER":     mongoUser,
-		"ROBOCO_TEST_MONGO_PASSWORD": password,
-		"ROBOCO_TEST_MONGO_AUTH_DB":  mongoAuthDB,
+		sandboxv1.MongoHostKey:     host,
+		sandboxv1.MongoPortKey:     strconv.Itoa(m.Port()),
+		sandboxv1.MongoUserKey:     mongoUser,
+		sandboxv1.MongoPasswordKey: password,
+		sandboxv1.MongoAuthDBKey:   mongoAuthDB,
 	}
 }
-func (mongo) PasswordKey() string { return "ROBOCO_TEST_MONGO_PASSWORD" }
+func (mongo) PasswordKey() string { return sandboxv1.MongoPasswordKey }
 
 // mongoRotateJS logs in with the old password, else the new one (a repeat),
 // runs updateUser (FerretDB has it too, with the same SCRAM mechanisms), and

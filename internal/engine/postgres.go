@@ -4,6 +4,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
 )
 
 const (
@@ -91,14 +93,14 @@ func (p postgres) VerifyFeatures(password, addr string) (Step, func(string) []st
 
 func (p postgres) Publish(host, password string) map[string]string {
 	return map[string]string{
-		"ROBOCO_TEST_DB_HOST":     host,
-		"ROBOCO_TEST_DB_PORT":     strconv.Itoa(p.Port()),
-		"ROBOCO_TEST_DB_USER":     postgresUser,
-		"ROBOCO_TEST_DB_PASSWORD": password,
-		"ROBOCO_TEST_DB_ADMIN_DB": postgresDB,
+		sandboxv1.PostgresHostKey:     host,
+		sandboxv1.PostgresPortKey:     strconv.Itoa(p.Port()),
+		sandboxv1.PostgresUserKey:     postgresUser,
+		sandboxv1.PostgresPasswordKey: password,
+		sandboxv1.PostgresDatabaseKey: postgresDB,
 	}
 }
-func (postgres) PasswordKey() string { return "ROBOCO_TEST_DB_PASSWORD" }
+func (postgres) PasswordKey() string { return sandboxv1.PostgresPasswordKey }
 
 // postgresRotate sets the password over the unix socket, which the image's
 // pg_hba trusts (initdb --auth-local=trust, in the official image too), so it works

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
 )
 
 // redisModule is where a feature's module lives in the kitchen-sink image and the
@@ -35,7 +37,7 @@ func (redis) Port() int { return 6379 }
 func (redis) Tmpfs() map[string]string     { return map[string]string{"/data": ""} }
 func (redis) Features() []string           { return []string{"search", "json", "bloom"} }
 func (redis) ProbeDeadline() time.Duration { return 15 * time.Second }
-func (redis) PasswordKey() string          { return "ROBOCO_TEST_REDIS_PASSWORD" }
+func (redis) PasswordKey() string          { return sandboxv1.RedisPasswordKey }
 
 // redisConfig holds requirepass; a first argument ending in .conf is how the
 // upstream image takes a configuration file.
@@ -118,9 +120,9 @@ func (r redis) VerifyFeatures(password, addr string) (Step, func(string) []strin
 
 func (r redis) Publish(host, password string) map[string]string {
 	return map[string]string{
-		"ROBOCO_TEST_REDIS_HOST":     host,
-		"ROBOCO_TEST_REDIS_PORT":     strconv.Itoa(r.Port()),
-		"ROBOCO_TEST_REDIS_PASSWORD": password,
+		sandboxv1.RedisHostKey:     host,
+		sandboxv1.RedisPortKey:     strconv.Itoa(r.Port()),
+		sandboxv1.RedisPasswordKey: password,
 	}
 }
 

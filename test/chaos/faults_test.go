@@ -208,7 +208,10 @@ func (r *run) waitBound(ctx context.Context, limit time.Duration) error {
 			return nil
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
-			return fmt.Errorf("Sandboxes not bound to a Docker host within %s: %v (last error: %v)", limit, unbound, err)
+			if err != nil {
+				return fmt.Errorf("listing Sandboxes to see them bound to a Docker host: %w", err)
+			}
+			return fmt.Errorf("Sandboxes not bound to a Docker host within %s: %v", limit, unbound)
 		}
 		sleep(ctx, 200*time.Millisecond)
 	}

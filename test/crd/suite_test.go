@@ -1,4 +1,4 @@
-package v1alpha1_test
+package crd_test
 
 import (
 	"context"
