@@ -31,8 +31,9 @@ manifests: ## Generate the CRD (config/crd/bases) and the manager's ClusterRole 
 	$(CONTROLLER_GEN) rbac:roleName=manager-role paths=./controllers/... output:rbac:artifacts:config=config/rbac
 
 .PHONY: generate
-generate: ## Generate the deepcopy methods of the API types.
+generate: ## Generate the deepcopy methods of the API types and the API module's typed clients (api/client).
 	cd api && $(CONTROLLER_GEN) object:headerFile=../hack/boilerplate.go.txt paths=./...
+	hack/update-codegen.sh
 
 .PHONY: fmt
 fmt: ## Run gofmt on the code.

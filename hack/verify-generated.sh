@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# Fails when generated files (deepcopy, CRD and RBAC manifests) or Go formatting are
-# stale: it regenerates them and compares. On a developer machine the tree is left
-# regenerated, so committing is all that remains to do.
+# Fails when generated files (deepcopy, the typed clients in api/client, CRD and RBAC
+# manifests) or Go formatting are stale: it regenerates them and compares. On a
+# developer machine the tree is left regenerated, so committing is all that remains
+# to do.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-generated() { find api config -type f \( -name 'zz_generated*.go' -o -name '*.yaml' \) -print0 | sort -z | xargs -0 sha256sum; }
+generated() { find api config -type f \( -name 'zz_generated*.go' -o -name '*.yaml' -o -path 'api/client/*' \) -print0 | sort -z | xargs -0 sha256sum; }
 before=$(generated)
 make --no-print-directory generate manifests >/dev/null
 after=$(generated)

@@ -1,7 +1,3 @@
-// Package v1alpha1 contains the Sandbox API: one throwaway set of database services
-// (Postgres, Redis, Mongo) per AI coding agent, run as containers on a Docker host.
-// +kubebuilder:object:generate=true
-// +groupName=sandbox.roboco.io
 package v1alpha1
 
 import (
@@ -16,6 +12,9 @@ var (
 	// GroupVersion is the group and version of every object in this package.
 	GroupVersion = schema.GroupVersion{Group: "sandbox.roboco.io", Version: "v1alpha1"}
 
+	// SchemeGroupVersion is GroupVersion under the name generated clients use.
+	SchemeGroupVersion = GroupVersion
+
 	// SchemeBuilder registers the package's types with a runtime.Scheme.
 	SchemeBuilder = runtime.NewSchemeBuilder(addKnownTypes)
 
@@ -27,4 +26,10 @@ func addKnownTypes(s *runtime.Scheme) error {
 	s.AddKnownTypes(GroupVersion, &Sandbox{}, &SandboxList{}, &SandboxPool{}, &SandboxPoolList{})
 	metav1.AddToGroupVersion(s, GroupVersion)
 	return nil
+}
+
+// Resource qualifies a resource of this group (e.g. "sandboxes"), as listers
+// name it in their NotFound errors.
+func Resource(resource string) schema.GroupResource {
+	return GroupVersion.WithResource(resource).GroupResource()
 }

@@ -248,6 +248,7 @@ type ServiceStatus struct {
 
 // Sandbox is a set of throwaway database services for one AI coding agent,
 // run as containers on the controller's Docker host.
+// +genclient
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=sbx,categories=all

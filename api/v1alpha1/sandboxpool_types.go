@@ -80,6 +80,9 @@ type SandboxPoolStatus struct {
 // Docker host, with credentials no agent learns and names no agent resolves, for
 // Sandboxes in its namespace to claim: a claim renames the member to the
 // Sandbox's container name and rotates its password to the Sandbox's own.
+// +genclient
+// +genclient:method=GetScale,verb=get,subresource=scale,result=k8s.io/api/autoscaling/v1.Scale
+// +genclient:method=UpdateScale,verb=update,subresource=scale,input=k8s.io/api/autoscaling/v1.Scale,result=k8s.io/api/autoscaling/v1.Scale
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:subresource:scale:specpath=.spec.replicas,statuspath=.status.replicas,selectorpath=.status.selector
