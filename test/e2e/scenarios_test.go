@@ -3,18 +3,13 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/roboco-sandbox/sandbox-controller/internal/testclients"
 	"github.com/roboco-sandbox/sandbox-controller/internal/testenv"
@@ -82,71 +77,40 @@ func TestKubectlUser(t *testing.T) {
 
 // TestOrchestrator: a client-go program creates a Sandbox, watches it until Ready and
 // reads the Secret it would inject into its agent.
+// agentCheck is the agent examples/orchestrator starts in TestOrchestrator: it logs
+// in to postgres and redis with nothing but the variables it was given.
+const agentCheck = `set -eu
+PGPASSWORD=$ROBOCO_TEST_DB_PASSWORD psql -X -q -tA -h "$ROBOCO_TEST_DB_HOST" -p "$ROBOCO_TEST_DB_PORT" \
+  -U "$ROBOCO_TEST_DB_USER" -d "$ROBOCO_TEST_DB_ADMIN_DB" -c 'select 1' | grep -qx 1
+exec 3<>"/dev/tcp/$ROBOCO_TEST_REDIS_HOST/$ROBOCO_TEST_REDIS_PORT"
+printf 'AUTH %s\r\nPING\r\n' "$ROBOCO_TEST_REDIS_PASSWORD" >&3
+read -r -t 5 auth <&3; read -r -t 5 ping <&3
+[ "${ping%$'\r'}" = +PONG ] || { echo "redis said: $auth $ping"; exit 3; }
+echo "agent: postgres and redis answer"`
+
+// TestOrchestrator runs examples/orchestrator, the Go example an agent platform
+// starts from: typed client, server-side apply, a wait that survives dropped
+// watches, the Secret into an agent container, the Sandbox deleted at the end.
 func TestOrchestrator(t *testing.T) {
 	startManager(t)
 	ns := newNamespace(t, "orchestrator")
-	cfg, err := clientcmd.BuildConfigFromFlags("", env.Kubeconfig())
+	agent := "orch-" + runID
+	t.Cleanup(func() { _ = exec.Command("docker", "rm", "-fv", "roboco-agent-"+agent).Run() })
+	cmd := exec.Command(filepath.Join(binDir, "orchestrator"), "--kubeconfig", env.Kubeconfig(), "--namespace", ns,
+		"--agent", agent, "--engines", "postgres,redis", "--network", network, "--timeout", "3m",
+		"--image", images.Plain["postgres"], "--", "bash", "-c", agentCheck)
+	out, err := cmd.CombinedOutput()
+	t.Logf("orchestrator:\n%s", out)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("the orchestrator failed: %v", err)
 	}
-	dyn := dynamic.NewForConfigOrDie(cfg)
-	core := kubernetes.NewForConfigOrDie(cfg)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-
-	sb := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "sandbox.roboco.io/v1alpha1", "kind": "Sandbox",
-		"metadata": map[string]any{"name": "agent-7", "namespace": ns},
-		"spec": map[string]any{
-			"agentID":  "orch-" + runID,
-			"owner":    map[string]any{"policy": "None"},
-			"services": []any{map[string]any{"engine": "postgres"}, map[string]any{"engine": "redis"}},
-		},
-	}}
-	created, err := dyn.Resource(sandboxes).Namespace(ns).Create(ctx, sb, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := dyn.Resource(sandboxes).Namespace(ns).Watch(ctx, metav1.ListOptions{
-		FieldSelector: "metadata.name=agent-7", ResourceVersion: created.GetResourceVersion()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Stop()
-	var secretName string
-	for ev := range w.ResultChan() {
-		if ev.Type != watch.Modified {
-			continue
-		}
-		obj := ev.Object.(*unstructured.Unstructured)
-		conds, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
-		ready := false
-		for _, c := range conds {
-			m := c.(map[string]any)
-			ready = ready || m["type"] == "Ready" && m["status"] == "True"
-		}
-		if ready {
-			secretName, _, _ = unstructured.NestedString(obj.Object, "status", "secretName")
-			break
+	for _, want := range []string{"Ready (postgres,redis)", "agent: postgres and redis answer", "Sandbox deleted"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("the orchestrator did not say %q", want)
 		}
 	}
-	if secretName == "" {
-		t.Fatal("the watch ended before the Sandbox was Ready")
-	}
-	secret, err := core.CoreV1().Secrets(ns).Get(ctx, secretName, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	// What the orchestrator injects: envFrom of this Secret.
-	env := corev1.EnvFromSource{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: secret.Name}}}
-	for _, k := range []string{"ROBOCO_TEST_DB_HOST", "ROBOCO_TEST_DB_PASSWORD", "ROBOCO_TEST_REDIS_HOST", "ROBOCO_TEST_REDIS_PASSWORD"} {
-		if len(secret.Data[k]) == 0 {
-			t.Errorf("Secret %s lacks %s", env.SecretRef.Name, k)
-		}
-	}
-	connectAll(t, ns, "agent-7")
-	if err := dyn.Resource(sandboxes).Namespace(ns).Delete(ctx, "agent-7", metav1.DeleteOptions{}); err != nil {
-		t.Fatal(err)
+	if left := dockerPS(t, "sandbox.roboco.io/namespace="+ns); len(left) > 0 {
+		t.Errorf("containers left after the orchestrator ended: %v", left)
 	}
 }
 
