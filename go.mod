@@ -17,6 +17,7 @@ require (
 	github.com/redis/go-redis/v9 v9.23.0
 	github.com/roboco-sandbox/sandbox-controller/api v0.0.0
 	github.com/spf13/pflag v1.0.10
+	github.com/yuin/gopher-lua v1.1.2
 	go.mongodb.org/mongo-driver/v2 v2.10.0
 	k8s.io/api v0.37.2
 	k8s.io/apimachinery v0.37.2
