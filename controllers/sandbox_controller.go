@@ -153,7 +153,7 @@ func (r *SandboxReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.requeue = make(chan event.TypedGenericEvent[*sandboxv1.Sandbox], 1024)
 	pulls := host.NewPulls(r.Driver, r.wake, sandboxMetrics.observePull)
 	r.host = host.New(r.Driver, r.Options.StopTimeout, pulls)
-	if err := registerReadyCollector(mgr.GetCache()); err != nil {
+	if err := registerStatusCollector(mgr.GetCache(), mgr.Elected()); err != nil {
 		return err
 	}
 	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
