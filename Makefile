@@ -53,7 +53,7 @@ verify-tidy: ## Fail when go.mod/go.sum (main module, api/, hack/tools/*, hack/t
 	hack/verify-tidy.sh
 
 # golangci-lint, built from hack/tools/golangci-lint into bin/ on first use; override with GOLANGCI_LINT=golangci-lint.
-GOLANGCI_LINT ?= "$$(hack/build-golangci-lint.sh)"
+GOLANGCI_LINT ?= "$$(hack/build-tool.sh golangci-lint github.com/golangci/golangci-lint/v2 github.com/golangci/golangci-lint/v2/cmd/golangci-lint)"
 
 .PHONY: lint
 lint: ## Run golangci-lint (.golangci.yml) on every package of both modules.
@@ -114,7 +114,17 @@ docker-build: ## Build the manager image IMG (default sandbox-controller:dev): a
 	CGO_ENABLED=0 GOOS=linux GOARCH="$$(docker version -f '{{.Server.Arch}}')" go build -trimpath -ldflags='-s -w' -o bin/docker/manager ./cmd/manager
 	docker build -t $(IMG) .
 
+.PHONY: docker-push
+docker-push: ## Push the manager image IMG to its registry.
+	docker push $(IMG)
+
 ##@ Deployment
+
+.PHONY: build-installer
+build-installer: manifests ## Write dist/install.yaml: everything deploy installs (CRDs, RBAC, the manager with image IMG) in one file, for kubectl apply -f.
+	hack/deploy-overlay.sh '$(IMG)' bin/installer
+	mkdir -p dist
+	$(KUBECTL) kustomize bin/installer > dist/install.yaml
 
 .PHONY: install
 install: ## Install the CRD into the cluster of the current kubeconfig.

@@ -75,14 +75,20 @@ func split(t *testing.T, rendered []byte) []object {
 
 func only[T any](t *testing.T, objs []object, kind string) T {
 	t.Helper()
+	return named[T](t, objs, kind, "")
+}
+
+// named is the one object of kind with name (any name when empty).
+func named[T any](t *testing.T, objs []object, kind, name string) T {
+	t.Helper()
 	var found []object
 	for _, o := range objs {
-		if o.kind == kind {
+		if o.kind == kind && (name == "" || o.name == name) {
 			found = append(found, o)
 		}
 	}
 	if len(found) != 1 {
-		t.Fatalf("want one %s, found %d", kind, len(found))
+		t.Fatalf("want one %s %s, found %d", kind, name, len(found))
 	}
 	var v T
 	if err := yaml.UnmarshalStrict(found[0].raw, &v); err != nil {
@@ -110,6 +116,8 @@ func TestDefaultHasEverything(t *testing.T) {
 	slices.Sort(got)
 	want := []string{
 		"ClusterRole/sandbox-controller-manager-role",
+		"ClusterRole/sandbox-controller-sandbox-editor",
+		"ClusterRole/sandbox-controller-sandbox-viewer",
 		"ClusterRoleBinding/sandbox-controller-manager-rolebinding",
 		"CustomResourceDefinition/sandboxes.sandbox.roboco.io",
 		"CustomResourceDefinition/sandboxpools.sandbox.roboco.io",
@@ -190,7 +198,7 @@ func checkNamed(t *testing.T, what string, r rbacv1.PolicyRule) {
 
 func TestLeastPrivilege(t *testing.T) {
 	objs := split(t, kustomize(t, "default"))
-	cr := only[rbacv1.ClusterRole](t, objs, "ClusterRole")
+	cr := named[rbacv1.ClusterRole](t, objs, "ClusterRole", only[rbacv1.ClusterRoleBinding](t, objs, "ClusterRoleBinding").RoleRef.Name)
 	checkRules(t, "ClusterRole "+cr.Name, cr.Rules, allowed)
 	role := only[rbacv1.Role](t, objs, "Role")
 	checkRules(t, "Role "+role.Name, role.Rules, allowedInOwnNamespace)
@@ -325,6 +333,40 @@ func TestManifestsApply(t *testing.T) {
 		}
 		if got != tc.want {
 			t.Errorf("manager can %v: %t, want %t", tc.args, got, tc.want)
+		}
+	}
+}
+
+// The roles for people and orchestrators: the viewer reads Sandboxes and pools
+// (never Secrets), the editor also writes their spec (never status), both
+// aggregate into the built-in roles, and nothing here binds them.
+func TestUserRoles(t *testing.T) {
+	objs := split(t, kustomize(t, "default"))
+	read := []string{"get", "list", "watch"}
+	write := append([]string{"create", "update", "patch", "delete", "deletecollection"}, read...)
+	for _, tc := range []struct {
+		name      string
+		aggregate []string
+		allow     map[string][]string
+	}{
+		{"sandbox-controller-sandbox-viewer", []string{"view"}, map[string][]string{
+			"sandbox.roboco.io/sandboxes": read, "sandbox.roboco.io/sandboxpools": read, "sandbox.roboco.io/sandboxes/status": read,
+			"sandbox.roboco.io/sandboxpools/status": read, "sandbox.roboco.io/sandboxpools/scale": read}},
+		{"sandbox-controller-sandbox-editor", []string{"admin", "edit"}, map[string][]string{
+			"sandbox.roboco.io/sandboxes": write, "sandbox.roboco.io/sandboxpools": write, "sandbox.roboco.io/sandboxes/status": {"get"},
+			"sandbox.roboco.io/sandboxpools/status": {"get"}, "sandbox.roboco.io/sandboxpools/scale": {"get", "update", "patch"}}},
+	} {
+		role := named[rbacv1.ClusterRole](t, objs, "ClusterRole", tc.name)
+		checkRules(t, "ClusterRole "+tc.name, role.Rules, tc.allow)
+		for _, to := range tc.aggregate {
+			if role.Labels["rbac.authorization.k8s.io/aggregate-to-"+to] != "true" {
+				t.Errorf("%s does not aggregate to %s", tc.name, to)
+			}
+		}
+		for _, o := range objs {
+			if strings.Contains(string(o.raw), "name: "+tc.name+"\n") && o.kind != "ClusterRole" {
+				t.Errorf("%s %s refers to %s: the user roles are for the cluster's admins to bind", o.kind, o.name, tc.name)
+			}
 		}
 	}
 }
