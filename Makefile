@@ -82,6 +82,8 @@ CHAOS_OUTAGE ?= 4m
 .PHONY: test
 test: verify-generated verify-tidy vet lint images ## Run every test suite (builds what it needs first), the chaos suite's short run among them.
 	hack/ensure-iproute2.sh
+	@# promtool (test/prometheus) is built here, before the suites run in parallel.
+	hack/build-tool.sh promtool github.com/prometheus/prometheus github.com/prometheus/prometheus/cmd/promtool >/dev/null
 	cd api && go test $(GO_TEST_FLAGS) ./...
 	CHAOS_CYCLES=$(CHAOS_SHORT_CYCLES) KUBEBUILDER_ASSETS="$$(hack/build-envtest.sh)" go test $(GO_TEST_FLAGS) ./...
 
