@@ -31,6 +31,7 @@ import (
 	applyv1 "github.com/roboco-sandbox/sandbox-controller/api/client/applyconfiguration/api/v1alpha1"
 	"github.com/roboco-sandbox/sandbox-controller/api/client/clientset/versioned"
 	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
+	"github.com/roboco-sandbox/sandbox-controller/api/wait"
 )
 
 type options struct {
@@ -79,7 +80,8 @@ func run(ctx context.Context, o options) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	sandboxes := versioned.NewForConfigOrDie(cfg).SandboxV1alpha1().Sandboxes(o.namespace)
+	cs := versioned.NewForConfigOrDie(cfg)
+	sandboxes := cs.SandboxV1alpha1().Sandboxes(o.namespace)
 	core := kubernetes.NewForConfigOrDie(cfg)
 
 	sb, err := sandboxes.Apply(ctx, sandboxFor(o), metav1.ApplyOptions{FieldManager: "orchestrator", Force: true})
@@ -91,7 +93,7 @@ func run(ctx context.Context, o options) (int, error) {
 	}
 	wctx, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()
-	if sb, err = waitReady(wctx, sandboxes, sb); err != nil {
+	if sb, err = wait.Ready(wctx, cs, sb); err != nil {
 		return 0, err
 	}
 	secret, err := core.CoreV1().Secrets(o.namespace).Get(ctx, sandboxv1.SecretName(sb), metav1.GetOptions{})

@@ -1,10 +1,11 @@
-package main
+// Package wait waits for a Sandbox the way an orchestrator should: through an
+// informer, so a dropped watch or an API server restart costs a relist, not the
+// wait.
+package wait
 
 import (
 	"context"
 	"fmt"
-	"os"
-	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -14,15 +15,15 @@ import (
 	"k8s.io/client-go/tools/cache"
 	watchtools "k8s.io/client-go/tools/watch"
 
-	typedv1 "github.com/roboco-sandbox/sandbox-controller/api/client/clientset/versioned/typed/api/v1alpha1"
+	"github.com/roboco-sandbox/sandbox-controller/api/client/clientset/versioned"
 	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
 )
 
-// waitReady waits until the Sandbox is Ready for its current spec, and fails
-// when it is Stalled (its message says what to change) or deleted. It lists and
-// watches through an informer (watchtools.UntilWithSync), so a dropped watch or
-// an API server restart costs a relist, not the wait.
-func waitReady(ctx context.Context, sandboxes typedv1.SandboxInterface, sb *sandboxv1.Sandbox) (*sandboxv1.Sandbox, error) {
+// Ready waits until the Sandbox sb (by name and UID) is Ready for its current
+// spec, and fails when it is Stalled (the error carries what to change), deleted,
+// or ctx ends (the error carries its last Ready reason and message).
+func Ready(ctx context.Context, cs versioned.Interface, sb *sandboxv1.Sandbox) (*sandboxv1.Sandbox, error) {
+	sandboxes := cs.SandboxV1alpha1().Sandboxes(sb.Namespace)
 	one := fields.OneTermEqualSelector("metadata.name", sb.Name).String()
 	lw := &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
@@ -35,7 +36,9 @@ func waitReady(ctx context.Context, sandboxes typedv1.SandboxInterface, sb *sand
 		},
 	}
 	last := ""
-	ev, err := watchtools.UntilWithSync(ctx, lw, &sandboxv1.Sandbox{}, nil, func(ev watch.Event) (bool, error) {
+	// Note: a fake clientset cannot stream the initial list (WatchList); the
+	// wrapper lets the informer see that and list instead.
+	ev, err := watchtools.UntilWithSync(ctx, cache.ToListWatcherWithWatchListSemantics(lw, cs), &sandboxv1.Sandbox{}, nil, func(ev watch.Event) (bool, error) {
 		got, ok := ev.Object.(*sandboxv1.Sandbox)
 		switch {
 		case !ok || got.UID != sb.UID:
@@ -68,23 +71,4 @@ func progress(sb *sandboxv1.Sandbox) string {
 		}
 	}
 	return "no status yet"
-}
-
-// deleteSandbox deletes the Sandbox and waits (briefly) until its teardown ends,
-// so the agent's services are gone when the orchestrator exits.
-func deleteSandbox(sandboxes typedv1.SandboxInterface, o options) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if err := sandboxes.Delete(ctx, o.agent, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-		fmt.Fprintln(os.Stderr, "orchestrator: deleting the Sandbox:", err)
-		return
-	}
-	for ctx.Err() == nil {
-		if _, err := sandboxes.Get(ctx, o.agent, metav1.GetOptions{}); apierrors.IsNotFound(err) {
-			fmt.Fprintln(os.Stderr, "orchestrator: Sandbox deleted")
-			return
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	fmt.Fprintln(os.Stderr, "orchestrator: the Sandbox's teardown did not end within a minute")
 }
