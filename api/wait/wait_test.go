@@ -77,7 +77,7 @@ func TestReady(t *testing.T) {
 // schemas of the types.
 func seeded(t *testing.T, sb *sandboxv1.Sandbox) *fake.Clientset {
 	t.Helper()
-	cs := fake.NewSimpleClientset() //nolint:staticcheck // NewClientset's tracker needs the types' OpenAPI schemas (see above)
+	cs := fake.NewSimpleClientset()
 	if _, err := cs.SandboxV1alpha1().Sandboxes(sb.Namespace).Create(context.Background(), sb.DeepCopy(), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
