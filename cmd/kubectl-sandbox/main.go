@@ -1,0 +1,65 @@
+// Command kubectl-sandbox is a kubectl plugin for Sandboxes: `kubectl sandbox
+// get|list|describe|wait|env`. It follows kubectl's conventions (cli-runtime's
+// kubeconfig flags, -n/--namespace, -o for machine output).
+//
+//	go install ./cmd/kubectl-sandbox   # from a checkout; then: kubectl sandbox --help
+package main
+
+import (
+	"os"
+
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/roboco-sandbox/sandbox-controller/api/client/clientset/versioned"
+)
+
+func main() {
+	cmd := newRoot(genericiooptions.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr})
+	if err := cmd.Execute(); err != nil {
+		os.Exit(1)
+	}
+}
+
+// clients are what every subcommand talks to, from the kubeconfig flags.
+type clients struct {
+	flags *genericclioptions.ConfigFlags
+}
+
+func (c clients) namespace() (string, error) {
+	ns, _, err := c.flags.ToRawKubeConfigLoader().Namespace()
+	return ns, err
+}
+
+func (c clients) sandboxes() (*versioned.Clientset, error) {
+	cfg, err := c.flags.ToRESTConfig()
+	if err != nil {
+		return nil, err
+	}
+	return versioned.NewForConfig(cfg)
+}
+
+func (c clients) core() (*kubernetes.Clientset, error) {
+	cfg, err := c.flags.ToRESTConfig()
+	if err != nil {
+		return nil, err
+	}
+	return kubernetes.NewForConfig(cfg)
+}
+
+func newRoot(streams genericiooptions.IOStreams) *cobra.Command {
+	c := clients{flags: genericclioptions.NewConfigFlags(true)}
+	root := &cobra.Command{
+		Use:   "kubectl-sandbox",
+		Short: "Work with Sandboxes: throwaway Postgres, Redis and Mongo for AI agents",
+		Long: `kubectl sandbox shows Sandboxes with the state of each service, waits for them,
+and prints their credentials for a shell or a .env file.`,
+		SilenceUsage: true,
+	}
+	c.flags.AddFlags(root.PersistentFlags())
+	root.AddCommand(newGet(c, streams, "get"), newGet(c, streams, "list"), newDescribe(c, streams),
+		newWait(c, streams), newEnv(c, streams))
+	return root
+}
