@@ -133,7 +133,9 @@ var _ = Describe("Lifecycle", func() {
 		Expect(k8sClient.Create(ctx, sb)).To(Succeed())
 		Eventually(condition(sb, sandboxv1.ConditionServicesReady)).Should(Equal("False/Probing"))
 		uid := string(get(sb).UID)
-		Expect(containersByUID(host, uid)()).To(HaveLen(2))
+		// Note: Probing also covers the wait for the image, so the containers may
+		// come a moment after the condition.
+		Eventually(containersByUID(host, uid)).Should(HaveLen(2))
 		Expect(k8sClient.Delete(ctx, sb)).To(Succeed())
 		Eventually(gone(sb)).Should(BeTrue())
 		Consistently(containersByUID(host, uid), "1s").Should(BeEmpty())
