@@ -21,11 +21,7 @@ func newDescribe(c clients, streams genericiooptions.IOStreams) *cobra.Command {
 		Short: "Show a Sandbox's services, conditions and recent events in one view",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ns, err := c.namespace()
-			if err != nil {
-				return err
-			}
-			cs, err := c.sandboxes()
+			_, sb, err := c.get(cmd.Context(), args[0])
 			if err != nil {
 				return err
 			}
@@ -33,11 +29,7 @@ func newDescribe(c clients, streams genericiooptions.IOStreams) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			sb, err := cs.SandboxV1alpha1().Sandboxes(ns).Get(cmd.Context(), args[0], metav1.GetOptions{})
-			if err != nil {
-				return err
-			}
-			events, err := core.CoreV1().Events(ns).List(cmd.Context(), metav1.ListOptions{
+			events, err := core.CoreV1().Events(sb.Namespace).List(cmd.Context(), metav1.ListOptions{
 				FieldSelector: fields.OneTermEqualSelector("involvedObject.uid", string(sb.UID)).String()})
 			if err != nil {
 				return err

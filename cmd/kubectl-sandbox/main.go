@@ -6,14 +6,17 @@
 package main
 
 import (
+	"context"
 	"os"
 
 	"github.com/spf13/cobra"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/roboco-sandbox/sandbox-controller/api/client/clientset/versioned"
+	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
 )
 
 func main() {
@@ -39,6 +42,20 @@ func (c clients) sandboxes() (*versioned.Clientset, error) {
 		return nil, err
 	}
 	return versioned.NewForConfig(cfg)
+}
+
+// get reads one Sandbox of the current namespace, with the clientset it came from.
+func (c clients) get(ctx context.Context, name string) (*versioned.Clientset, *sandboxv1.Sandbox, error) {
+	ns, err := c.namespace()
+	if err != nil {
+		return nil, nil, err
+	}
+	cs, err := c.sandboxes()
+	if err != nil {
+		return nil, nil, err
+	}
+	sb, err := cs.SandboxV1alpha1().Sandboxes(ns).Get(ctx, name, metav1.GetOptions{})
+	return cs, sb, err
 }
 
 func (c clients) core() (*kubernetes.Clientset, error) {

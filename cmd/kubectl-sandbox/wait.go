@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/roboco-sandbox/sandbox-controller/api/wait"
@@ -20,15 +19,7 @@ func newWait(c clients, streams genericiooptions.IOStreams) *cobra.Command {
 		Short: "Wait until a Sandbox is Ready for its current spec (fails at once when it is Stalled)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ns, err := c.namespace()
-			if err != nil {
-				return err
-			}
-			cs, err := c.sandboxes()
-			if err != nil {
-				return err
-			}
-			sb, err := cs.SandboxV1alpha1().Sandboxes(ns).Get(cmd.Context(), args[0], metav1.GetOptions{})
+			cs, sb, err := c.get(cmd.Context(), args[0])
 			if err != nil {
 				return err
 			}
