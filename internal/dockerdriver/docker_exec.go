@@ -98,3 +98,29 @@ func ExecRef(nameOrID string, cmd []string) string {
 	}
 	return nameOrID + " [" + cmd[0] + "]"
 }
+
+// tailBuffer keeps the last limit bytes written to it.
+type tailBuffer struct {
+	limit     int
+	buf       []byte
+	truncated bool
+}
+
+func newTailBuffer(limit int) *tailBuffer { return &tailBuffer{limit: limit} }
+
+func (b *tailBuffer) Write(p []byte) (int, error) {
+	n := len(p)
+	if len(p) >= b.limit {
+		b.truncated = b.truncated || len(p) > b.limit || len(b.buf) > 0
+		b.buf = append(b.buf[:0], p[len(p)-b.limit:]...)
+		return n, nil
+	}
+	if over := len(b.buf) + len(p) - b.limit; over > 0 {
+		b.truncated = true
+		b.buf = append(b.buf[:0], b.buf[over:]...)
+	}
+	b.buf = append(b.buf, p...)
+	return n, nil
+}
+
+func (b *tailBuffer) String() string { return string(b.buf) }
