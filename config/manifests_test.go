@@ -98,7 +98,7 @@ func named[T any](t *testing.T, objs []object, kind, name string) T {
 }
 
 func TestEveryKustomizationRenders(t *testing.T) {
-	for _, dir := range []string{"default", "crd", "rbac", "manager", "samples"} {
+	for _, dir := range []string{"default", "crd", "rbac", "manager", "samples", "prometheus"} {
 		if objs := split(t, kustomize(t, dir)); len(objs) == 0 {
 			t.Errorf("config/%s renders nothing", dir)
 		}
@@ -116,9 +116,12 @@ func TestDefaultHasEverything(t *testing.T) {
 	slices.Sort(got)
 	want := []string{
 		"ClusterRole/sandbox-controller-manager-role",
+		"ClusterRole/sandbox-controller-metrics-auth-role",
+		"ClusterRole/sandbox-controller-metrics-reader",
 		"ClusterRole/sandbox-controller-sandbox-editor",
 		"ClusterRole/sandbox-controller-sandbox-viewer",
 		"ClusterRoleBinding/sandbox-controller-manager-rolebinding",
+		"ClusterRoleBinding/sandbox-controller-metrics-auth-rolebinding",
 		"CustomResourceDefinition/sandboxes.sandbox.roboco.io",
 		"CustomResourceDefinition/sandboxpools.sandbox.roboco.io",
 		"Deployment/sandbox-controller-controller-manager",
@@ -196,27 +199,43 @@ func checkNamed(t *testing.T, what string, r rbacv1.PolicyRule) {
 	}
 }
 
+// allowedToGuardMetrics is what --metrics-secure needs: to ask who a scraper is
+// and whether it may get /metrics.
+var allowedToGuardMetrics = map[string][]string{
+	"authentication.k8s.io/tokenreviews":        {"create"},
+	"authorization.k8s.io/subjectaccessreviews": {"create"},
+}
+
 func TestLeastPrivilege(t *testing.T) {
 	objs := split(t, kustomize(t, "default"))
-	cr := named[rbacv1.ClusterRole](t, objs, "ClusterRole", only[rbacv1.ClusterRoleBinding](t, objs, "ClusterRoleBinding").RoleRef.Name)
-	checkRules(t, "ClusterRole "+cr.Name, cr.Rules, allowed)
-	role := only[rbacv1.Role](t, objs, "Role")
-	checkRules(t, "Role "+role.Name, role.Rules, allowedInOwnNamespace)
 	sa := only[corev1.ServiceAccount](t, objs, "ServiceAccount")
-	for _, b := range []struct {
-		kind     string
-		subjects []rbacv1.Subject
-		ref      rbacv1.RoleRef
+	bound := map[string]bool{}
+	for _, o := range objs {
+		if o.kind != "ClusterRoleBinding" && o.kind != "RoleBinding" {
+			continue
+		}
+		b := named[rbacv1.ClusterRoleBinding](t, objs, o.kind, o.name) // a RoleBinding has the same fields
+		if len(b.Subjects) != 1 || b.Subjects[0].Name != sa.Name || b.Subjects[0].Namespace != sa.Namespace {
+			t.Errorf("%s %s binds %+v, want only the manager's service account", o.kind, o.name, b.Subjects)
+		}
+		bound[b.RoleRef.Kind+"/"+b.RoleRef.Name] = true
+	}
+	for _, r := range []struct {
+		kind, name string
+		allow      map[string][]string
 	}{
-		{"ClusterRoleBinding", only[rbacv1.ClusterRoleBinding](t, objs, "ClusterRoleBinding").Subjects, only[rbacv1.ClusterRoleBinding](t, objs, "ClusterRoleBinding").RoleRef},
-		{"RoleBinding", only[rbacv1.RoleBinding](t, objs, "RoleBinding").Subjects, only[rbacv1.RoleBinding](t, objs, "RoleBinding").RoleRef},
+		{"ClusterRole", "sandbox-controller-manager-role", allowed},
+		{"ClusterRole", "sandbox-controller-metrics-auth-role", allowedToGuardMetrics},
+		{"Role", "sandbox-controller-leader-election-role", allowedInOwnNamespace},
 	} {
-		if len(b.subjects) != 1 || b.subjects[0].Name != sa.Name || b.subjects[0].Namespace != sa.Namespace {
-			t.Errorf("%s binds %+v, want only the manager's service account", b.kind, b.subjects)
+		if !bound[r.kind+"/"+r.name] {
+			t.Errorf("nothing binds %s %s to the manager", r.kind, r.name)
 		}
-		if want := map[string]string{"ClusterRoleBinding": cr.Name, "RoleBinding": role.Name}[b.kind]; b.ref.Name != want {
-			t.Errorf("%s refers to %s, want %s", b.kind, b.ref.Name, want)
-		}
+		delete(bound, r.kind+"/"+r.name)
+		checkRules(t, r.kind+" "+r.name, named[rbacv1.ClusterRole](t, objs, r.kind, r.name).Rules, r.allow)
+	}
+	for ref := range bound {
+		t.Errorf("the manager is also bound to %s", ref)
 	}
 }
 
@@ -252,6 +271,9 @@ func TestDeploymentIsTight(t *testing.T) {
 	c := spec.Containers[0]
 	if !slices.Contains(c.Args, "--leader-elect") {
 		t.Error("the manager does not elect a leader")
+	}
+	if !slices.Contains(c.Args, "--metrics-secure") {
+		t.Error("/metrics is open to anyone who reaches the Pod: want --metrics-secure")
 	}
 	sc := c.SecurityContext
 	if sc == nil || sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation || sc.Privileged == nil || *sc.Privileged ||
@@ -325,6 +347,9 @@ func TestManifestsApply(t *testing.T) {
 		{[]string{"get", "configmaps", "-n", "sandbox-system"}, false},
 		{[]string{"create", "pods/exec", "-n", "agents"}, false},
 		{[]string{"create", "serviceaccounts/token", "-n", "sandbox-system"}, false},
+		{[]string{"create", "tokenreviews.authentication.k8s.io"}, true}, // --metrics-secure
+		{[]string{"create", "subjectaccessreviews.authorization.k8s.io"}, true},
+		{[]string{"get", "/metrics"}, false}, // only scrapers bound to metrics-reader
 	} {
 		out, err := env.Kubectl(append([]string{"auth", "can-i", "--as", sa}, tc.args...)...)
 		got := strings.TrimSpace(out) == "yes"

@@ -36,6 +36,8 @@ type settings struct {
 	sweep                   bool
 
 	metricsAddr, probeAddr  string
+	metricsSecure           bool
+	metricsCertDir          string
 	leaderElect             bool
 	leaderElectionID        string
 	leaderElectionNamespace string
@@ -212,7 +214,14 @@ func (f *flags) addManagerFlags(s *settings) {
 	fs.IntVar(&s.maxConcurrentReconciles, "max-concurrent-reconciles", 4,
 		"How many Sandboxes are reconciled at once. Pulls and probe waits do not hold a worker, so a few go a long way.")
 	fs.StringVar(&s.metricsAddr, "metrics-bind-address", ":8080",
-		`The `+"`address`"+` Prometheus metrics are served on (/metrics, plain HTTP). "0" turns them off.`)
+		`The `+"`address`"+` Prometheus metrics are served on (/metrics). "0" turns them off.`)
+	fs.BoolVar(&s.metricsSecure, "metrics-secure", false,
+		"Serve /metrics over HTTPS to authenticated, authorized clients only: a bearer token that a TokenReview accepts, "+
+			"whose user a SubjectAccessReview allows get on the non-resource URL /metrics (the metrics-reader ClusterRole). "+
+			"Off: plain HTTP to anyone who reaches the address, for a manager run on a workstation.")
+	fs.StringVar(&s.metricsCertDir, "metrics-cert-dir", "",
+		"A `directory` holding tls.crt and tls.key for --metrics-secure (e.g. a cert-manager Secret). Default: a self-signed "+
+			"certificate made at start-up.")
 	fs.StringVar(&s.probeAddr, "health-probe-bind-address", ":8081",
 		`The `+"`address`"+` /healthz (the process runs) and /readyz (Docker answers) are served on. "0" turns them off.`)
 	fs.BoolVar(&s.leaderElect, "leader-elect", false,

@@ -32,7 +32,8 @@ const helpFooter = `Endpoints:
   /metrics   on --metrics-bind-address: controller-runtime's metrics (work
              queues, reconciles, API client) and the sandbox_* metrics: time to
              Ready per engine, image pull times, probe attempts, failures by
-             reason, Sandboxes by Ready status.
+             reason, Sandboxes by Ready status. Plain HTTP, or with
+             --metrics-secure HTTPS for bearer tokens allowed to get /metrics.
   /healthz   on --health-probe-bind-address: answers while the process runs.
   /readyz    on --health-probe-bind-address: fails while Docker does not answer
              a ping within a few seconds.

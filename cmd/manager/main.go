@@ -20,6 +20,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
@@ -132,7 +133,7 @@ func start(ctx context.Context, s *settings) error {
 func managerOptions(s *settings) ctrl.Options {
 	return ctrl.Options{
 		Scheme:                        controllers.NewScheme(),
-		Metrics:                       metricsserver.Options{BindAddress: s.metricsAddr},
+		Metrics:                       metricsOptions(s),
 		HealthProbeBindAddress:        s.probeAddr,
 		LeaderElection:                s.leaderElect,
 		LeaderElectionID:              s.leaderElectionID,
@@ -143,6 +144,19 @@ func managerOptions(s *settings) ctrl.Options {
 		RetryPeriod:                   &s.retryPeriod,
 		Cache:                         controllers.CacheOptions(),
 	}
+}
+
+// metricsOptions serve /metrics as --metrics-secure says: plain HTTP, or HTTPS
+// behind controller-runtime's filter, which asks the API server to authenticate
+// the caller's token and to authorize get on /metrics (a 401 or a 403 otherwise).
+func metricsOptions(s *settings) metricsserver.Options {
+	o := metricsserver.Options{BindAddress: s.metricsAddr}
+	if s.metricsSecure {
+		o.SecureServing = true
+		o.FilterProvider = filters.WithAuthenticationAndAuthorization
+		o.CertDir, o.CertName, o.KeyName = s.metricsCertDir, "tls.crt", "tls.key"
+	}
+	return o
 }
 
 // checkAPIServer fails start-up clearly when the API server does not answer or

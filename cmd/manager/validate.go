@@ -59,6 +59,9 @@ func (s *settings) validate() error {
 	if ns := s.leaderElectionNamespace; ns != "" && len(validation.IsDNS1123Label(ns)) > 0 {
 		bad("--leader-election-namespace %q must be a namespace name: at most 63 lowercase letters, digits and '-', starting and ending with a letter or digit", ns)
 	}
+	if s.metricsCertDir != "" && !s.metricsSecure {
+		bad("--metrics-cert-dir %q serves nothing without --metrics-secure (plain HTTP has no certificate)", s.metricsCertDir)
+	}
 	if err := s.options.Validate(); err != nil {
 		errs = append(errs, err)
 	}

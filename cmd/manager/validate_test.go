@@ -48,6 +48,7 @@ func TestEachRuleOnce(t *testing.T) {
 		{[]string{"--leader-election-id="}, `--leader-election-id "" must be a Lease name`},
 		{[]string{"--leader-election-id=Sandbox_Lease"}, `--leader-election-id "Sandbox_Lease" must be a Lease name`},
 		{[]string{"--leader-election-namespace=Kube_System"}, `--leader-election-namespace "Kube_System" must be a namespace name`},
+		{[]string{"--metrics-cert-dir=/certs"}, `--metrics-cert-dir "/certs" serves nothing without --metrics-secure`},
 		{[]string{"--leader-election-retry-period=10s"}, "leader election needs --leader-election-retry-period (10s) < --leader-election-renew-deadline (10s)"},
 	} {
 		_, err := parseSettings(tc.args, noEnv, nil)
