@@ -98,7 +98,7 @@ func named[T any](t *testing.T, objs []object, kind, name string) T {
 }
 
 func TestEveryKustomizationRenders(t *testing.T) {
-	for _, dir := range []string{"default", "crd", "rbac", "manager", "samples", "prometheus"} {
+	for _, dir := range []string{"default", "crd", "rbac", "manager", "samples", "prometheus", "grafana"} {
 		if objs := split(t, kustomize(t, dir)); len(objs) == 0 {
 			t.Errorf("config/%s renders nothing", dir)
 		}
