@@ -22,13 +22,19 @@ help: ## Show the targets.
 
 # The manager image; `make docker-build deploy IMG=registry.example/sandbox-controller:v1`.
 IMG ?= sandbox-controller:dev
+# The Helm chart: what `make deploy` installs, for helm (make manifests refreshes its copies).
+CHART := config/helm/sandbox-controller
 # The kubectl `make envtest` builds (no download site is reachable); override with KUBECTL=kubectl.
 KUBECTL ?= "$$(hack/build-envtest.sh)/kubectl"
 
 .PHONY: manifests
-manifests: ## Generate the CRD (config/crd/bases) and the manager's ClusterRole (config/rbac/role.yaml) from the markers.
+manifests: ## Generate the CRD (config/crd/bases) and the manager's ClusterRole (config/rbac/role.yaml) from the markers, and the Helm chart's copies of them.
 	cd api && $(CONTROLLER_GEN) crd paths=./... output:crd:artifacts:config=../config/crd/bases
 	$(CONTROLLER_GEN) rbac:roleName=manager-role paths=./controllers/... output:rbac:artifacts:config=config/rbac
+	@# The Helm chart carries copies: Helm reads no file outside its directory.
+	cp config/crd/bases/*.yaml $(CHART)/crds/
+	cp config/rbac/role.yaml $(CHART)/files/manager-role.yaml
+	cp config/prometheus/alerts.yaml $(CHART)/files/alerts.yaml
 
 .PHONY: generate
 generate: ## Generate the deepcopy methods of the API types and the API module's typed clients (api/client).
@@ -82,8 +88,9 @@ CHAOS_OUTAGE ?= 4m
 .PHONY: test
 test: verify-generated verify-tidy vet lint images ## Run every test suite (builds what it needs first), the chaos suite's short run among them.
 	hack/ensure-iproute2.sh
-	@# promtool (test/prometheus) is built here, before the suites run in parallel.
+	@# promtool (test/prometheus) and helm (test/helm) are built here, before the suites run in parallel.
 	hack/build-tool.sh promtool github.com/prometheus/prometheus github.com/prometheus/prometheus/cmd/promtool >/dev/null
+	hack/build-tool.sh helm helm.sh/helm/v4 helm.sh/helm/v4/cmd/helm >/dev/null
 	cd api && go test $(GO_TEST_FLAGS) ./...
 	CHAOS_CYCLES=$(CHAOS_SHORT_CYCLES) KUBEBUILDER_ASSETS="$$(hack/build-envtest.sh)" go test $(GO_TEST_FLAGS) ./...
 

@@ -49,14 +49,22 @@ type Env struct {
 
 // Start starts a control plane with the CRDs of config/crd/bases installed.
 func Start() (*Env, error) {
+	return start(filepath.Join(Root(), "config", "crd", "bases"))
+}
+
+// StartWithoutCRDs starts a control plane with no CRD installed, for a test
+// that installs them its own way (the Helm chart's).
+func StartWithoutCRDs() (*Env, error) { return start() }
+
+func start(crdDirs ...string) (*Env, error) {
 	dir, err := AssetsDir()
 	if err != nil {
 		return nil, err
 	}
 	te := &envtest.Environment{
 		BinaryAssetsDirectory: dir,
-		CRDDirectoryPaths:     []string{filepath.Join(Root(), "config", "crd", "bases")},
-		ErrorIfCRDPathMissing: true,
+		CRDDirectoryPaths:     crdDirs,
+		ErrorIfCRDPathMissing: len(crdDirs) > 0,
 	}
 	cfg, err := te.Start()
 	if err != nil {

@@ -87,12 +87,5 @@ func extractRules(t *testing.T, path string) []byte {
 // buildPromtool builds (once per machine: cached in bin/) the pinned promtool.
 func buildPromtool(t *testing.T) string {
 	t.Helper()
-	cmd := exec.Command(filepath.Join(testenv.Root(), "hack", "build-tool.sh"), "promtool",
-		"github.com/prometheus/prometheus", "github.com/prometheus/prometheus/cmd/promtool")
-	cmd.Stderr = os.Stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("building promtool: %v", err)
-	}
-	return strings.TrimSpace(string(out))
+	return testenv.Tool(t, "promtool", "github.com/prometheus/prometheus", "github.com/prometheus/prometheus/cmd/promtool")
 }
