@@ -23,6 +23,9 @@ var (
 	ErrUnavailable = errors.New("docker unavailable")
 	ErrPullFailed  = errors.New("pull failed")
 	ErrInvalid     = errors.New("invalid argument")
+	// ErrBusy is an exec refused because an earlier one in the same container
+	// timed out and still runs (BusyError).
+	ErrBusy = errors.New("busy")
 )
 
 // Error is what every verb returns on failure: what was being done (Op), to
@@ -190,6 +193,20 @@ func TimeoutError(op, ref string, after time.Duration, kinds ...error) *Error {
 		Kinds:  append(kinds, ErrTimeout),
 		Detail: "timeout after " + FormatDuration(after),
 		Err:    context.DeadlineExceeded,
+	}
+}
+
+// BusyError is the error of an exec into container refused at once, without
+// starting it, because an earlier exec there, of program, ended as why says
+// ("timed out after 10s") and is still running: Docker cannot stop an exec, so a
+// caller retrying a slow probe would otherwise pile them up in the container.
+func BusyError(ref, container, program, why string) *Error {
+	return &Error{
+		Op:    "exec",
+		Ref:   ref,
+		Kinds: []error{ErrBusy},
+		Detail: fmt.Sprintf("container %s is busy: an earlier exec of %s %s and is still running in it; "+
+			"not starting another until it ends", container, program, why),
 	}
 }
 

@@ -39,6 +39,7 @@ func RunContract(t *testing.T, newDriver NewDriver) {
 		{"CallsHaveDeadlines", c.callsHaveDeadlines},
 		{"Exec", c.exec},
 		{"ExecTimeout", c.execTimeout},
+		{"ExecBusyWhileATimedOutExecRuns", c.execBusy},
 		{"List", c.list},
 		{"LogsTail", c.logsTail},
 		{"Remove", c.remove},

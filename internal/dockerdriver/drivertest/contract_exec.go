@@ -1,6 +1,7 @@
 package drivertest
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -9,7 +10,8 @@ import (
 	dd "github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver"
 )
 
-// The contract of Exec: results, limits, timeouts.
+// The contract of Exec: results, limits, timeouts, and no second exec beside one
+// that timed out.
 
 func (c contract) exec(t *testing.T) {
 	d, env, ctx := c.setup(t, Config{})
@@ -84,4 +86,52 @@ func (c contract) execTimeout(t *testing.T) {
 	if took := time.Since(start); took > 5*time.Second {
 		t.Errorf("Exec took %v to time out after 500ms", took)
 	}
+}
+
+// execBusy: Docker cannot stop an exec, so one that timed out keeps running in its
+// container. Until it ends, another exec there is refused as busy without being
+// started (a probe retried under load must not pile up processes in the
+// container); other containers are not affected; once it ends, execs run again.
+func (c contract) execBusy(t *testing.T) {
+	d, env, ctx := c.setup(t, Config{})
+	busy, other := spec(env, "exec-busy", Script{Sleep: Forever}), spec(env, "exec-other", Script{Sleep: Forever})
+	mustCreate(t, ctx, d, busy)
+	mustCreate(t, ctx, d, other)
+	slow := env.Command(Script{Sleep: 30 * time.Second})
+	_, err := d.Exec(ctx, busy.Name, dd.ExecSpec{Cmd: slow, Timeout: time.Second})
+	wantKind(t, err, dd.ErrTimeout)
+
+	_, err = d.Exec(ctx, busy.Name, dd.ExecSpec{Cmd: slow, Timeout: time.Second})
+	wantKind(t, err, dd.ErrBusy)
+	want := fmt.Sprintf("exec %s [%s]: container %s is busy: an earlier exec of %s timed out after 1s and is still running in it; not starting another until it ends",
+		busy.Name, slow[0], busy.Name, slow[0])
+	if err != nil && err.Error() != want {
+		t.Errorf("error %q, want %q", err, want)
+	}
+	if errors.Is(err, dd.ErrTimeout) {
+		t.Errorf("busy error %q is also a timeout: it did not wait", err)
+	}
+	if n := env.ExecsRunning(t, busy.Name, slow); n != 1 {
+		t.Errorf("%d execs of %q run in %s, want the one that timed out", n, slow, busy.Name)
+	}
+	quick := env.Command(Script{Stdout: []string{"ok"}})
+	if r, err := d.Exec(ctx, other.Name, dd.ExecSpec{Cmd: quick}); err != nil || r.Stdout != "ok\n" {
+		t.Errorf("Exec in another container = %+v, %v; want ok", r, err)
+	}
+
+	t.Run("until the earlier exec ends", func(t *testing.T) {
+		short := env.Command(Script{Sleep: 5 * time.Second})
+		_, err := d.Exec(ctx, other.Name, dd.ExecSpec{Cmd: short, Timeout: time.Second})
+		wantKind(t, err, dd.ErrTimeout)
+		_, err = d.Exec(ctx, other.Name, dd.ExecSpec{Cmd: quick})
+		wantKind(t, err, dd.ErrBusy)
+		var r dd.ExecResult
+		eventually(t, 30*time.Second, "Exec running again", func() (bool, string) {
+			r, err = d.Exec(ctx, other.Name, dd.ExecSpec{Cmd: quick})
+			return !errors.Is(err, dd.ErrBusy), fmt.Sprint(err)
+		})
+		if err != nil || r.ExitCode != 0 || r.Stdout != "ok\n" {
+			t.Errorf("Exec after the earlier one ended = %+v, %v; want ok", r, err)
+		}
+	})
 }

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -80,6 +81,28 @@ func (e *dockerEnv) CreateNotStarted(t *testing.T, spec dd.ContainerSpec) {
 	if err != nil {
 		t.Fatalf("create %s: %v", spec.Name, err)
 	}
+}
+
+// ExecsRunning asks the daemon for the container's processes (docker top, which
+// runs ps on the host) and counts those whose command line is cmd's.
+func (e *dockerEnv) ExecsRunning(t *testing.T, container string, cmd []string) int {
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	top, err := e.fx.Client.ContainerTop(ctx, container, client.ContainerTopOptions{Arguments: []string{"-eo", "pid,args"}})
+	if err != nil {
+		t.Fatalf("top %s: %v", container, err)
+	}
+	col := slices.Index(top.Titles, "COMMAND")
+	if col < 0 {
+		t.Fatalf("top %s: no COMMAND column in %q", container, top.Titles)
+	}
+	want, n := strings.Join(cmd, " "), 0
+	for _, p := range top.Processes {
+		if p[col] == want {
+			n++
+		}
+	}
+	return n
 }
 
 func (e *dockerEnv) VolumeExists(t *testing.T, name string) bool {

@@ -42,6 +42,9 @@ type Env interface {
 	// CreateNotStarted creates spec's container without starting it, as a
 	// creator that crashed between create and start leaves it.
 	CreateNotStarted(t *testing.T, spec dockerdriver.ContainerSpec)
+	// ExecsRunning counts the processes in the container that run exactly cmd (an
+	// exec's command), seen without the driver, whose Exec may refuse.
+	ExecsRunning(t *testing.T, container string, cmd []string) int
 	// VolumeExists reports whether the named volume exists.
 	VolumeExists(t *testing.T, name string) bool
 	// Disconnect cuts the driver off from the daemon, breaking its event

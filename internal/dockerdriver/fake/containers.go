@@ -23,6 +23,8 @@ type ctr struct {
 	logs []string // lines, each ending in "\n"
 	// files were written into the container before its first start.
 	files map[string][]byte
+	// lingering is an exec that outlived its caller and may still run.
+	lingering *lingering
 }
 
 // resolve finds a container the way Docker does: full ID, then exact
@@ -253,6 +255,7 @@ func (f *Driver) exit(c *ctr, code int, oom bool) {
 		return
 	}
 	c.gen++
+	c.lingering = nil
 	c.c.State = dd.StateExited
 	c.c.ExitCode = code
 	c.c.OOMKilled = oom

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -20,7 +19,8 @@ type ExecRule struct {
 	Container string
 	// Result is returned instead of running the command.
 	Result dd.ExecResult
-	// Hang makes the exec never finish, so it times out.
+	// Hang makes the exec never finish, so it times out; it then keeps running
+	// in its container, as a real one does, while the rule is in place.
 	Hang bool
 	// Times is how many execs it applies to (0: until cleared).
 	Times int
@@ -44,21 +44,30 @@ func (f *Driver) OnExec(r ExecRule) (clear func()) {
 	}
 }
 
-func (f *Driver) matchExec(c *ctr) *ExecRule {
+func (f *Driver) matchExec(c *ctr) *execRule {
 	for i, r := range f.execRules {
 		if r.Container != "" && r.Container != c.c.Name && r.Container != c.c.ID {
 			continue
 		}
-		out := r.ExecRule
 		if r.Times > 0 {
 			r.left--
 			if r.left == 0 {
 				f.execRules = append(f.execRules[:i], f.execRules[i+1:]...)
 			}
 		}
-		return &out
+		return r
 	}
 	return nil
+}
+
+// execRun is an exec the fake runs: what it returns, and for how long it runs
+// first (Forever: until stopped).
+type execRun struct {
+	c      *ctr
+	cmd    []string
+	res    dd.ExecResult
+	runFor time.Duration
+	rule   *execRule // the Hang rule it obeys
 }
 
 // Exec runs a Script command (others exit 0 at once), or what an ExecRule says.
@@ -77,56 +86,78 @@ func (f *Driver) Exec(ctx context.Context, nameOrID string, spec dd.ExecSpec) (d
 	if nameOrID == "" || len(spec.Cmd) == 0 {
 		return dd.ExecResult{}, dd.NewError("exec", ref, dd.ErrInvalid, errors.New("need a container and a command"))
 	}
+	run, err := f.startExec(nameOrID, ref, spec)
+	if err != nil {
+		return dd.ExecResult{}, err
+	}
+	res, err := f.waitExec(ctx, run, ref, timeout)
+	if err != nil {
+		return dd.ExecResult{}, err
+	}
 	limit := cmp.Or(spec.OutputLimit, dd.DefaultOutputLimit)
-
-	f.mu.Lock()
-	c := f.resolve(nameOrID)
-	if c == nil {
-		f.mu.Unlock()
-		return dd.ExecResult{}, noSuchContainer("exec", ref)
-	}
-	if c.c.State != dd.StateRunning {
-		f.mu.Unlock()
-		return dd.ExecResult{}, dd.NewError("exec", ref, dd.ErrConflict,
-			fmt.Errorf("Error response from daemon: Container %s is not running", c.c.ID))
-	}
-	rule := f.matchExec(c)
-	env := append(slices.Clone(c.c.Env), dd.ContainerSpec{Env: spec.Env}.EnvList()...)
-	files := maps.Clone(c.files)
-	f.mu.Unlock()
-
-	var res dd.ExecResult
-	var runFor time.Duration
-	hang := false
-	switch s, ok := parseScript(spec.Cmd); {
-	case rule != nil:
-		res, hang = rule.Result, rule.Hang
-	case ok:
-		res.Stdout, res.Stderr = s.output(env, files)
-		res.ExitCode = s.Exit
-		runFor = s.Sleep
-		hang = s.Sleep == Forever || s.Sleep > timeout
-	}
-	if hang {
-		runFor = timeout
-	}
-	if runFor > 0 {
-		t := time.NewTimer(runFor)
-		defer t.Stop()
-		select {
-		case <-ctx.Done():
-			return dd.ExecResult{}, dd.NewError("exec", ref, kindOfCtx(ctx.Err()), ctx.Err())
-		case <-t.C:
-		}
-	}
-	if hang {
-		return dd.ExecResult{}, dd.TimeoutError("exec", ref, timeout)
-	}
 	var cut1, cut2 bool
 	res.Stdout, cut1 = keepTail(res.Stdout, limit)
 	res.Stderr, cut2 = keepTail(res.Stderr, limit)
 	res.Truncated = res.Truncated || cut1 || cut2
 	return res, nil
+}
+
+// startExec finds the container and what the exec will do in it.
+func (f *Driver) startExec(nameOrID, ref string, spec dd.ExecSpec) (*execRun, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	c := f.resolve(nameOrID)
+	if c == nil {
+		return nil, noSuchContainer("exec", ref)
+	}
+	if c.c.State != dd.StateRunning {
+		return nil, dd.NewError("exec", ref, dd.ErrConflict,
+			fmt.Errorf("Error response from daemon: Container %s is not running", c.c.ID))
+	}
+	run := &execRun{c: c, cmd: slices.Clone(spec.Cmd)}
+	if rule := f.matchExec(c); rule != nil {
+		run.res = rule.Result
+		if rule.Hang {
+			run.runFor, run.rule = Forever, rule
+		}
+		return run, nil
+	}
+	if s, ok := parseScript(spec.Cmd); ok {
+		env := append(slices.Clone(c.c.Env), dd.ContainerSpec{Env: spec.Env}.EnvList()...)
+		run.res.Stdout, run.res.Stderr = s.output(env, c.files)
+		run.res.ExitCode, run.runFor = s.Exit, s.Sleep
+	}
+	return run, nil
+}
+
+// waitExec waits for run to end, at most timeout; one its caller stops waiting
+// for keeps running in its container.
+func (f *Driver) waitExec(ctx context.Context, run *execRun, ref string, timeout time.Duration) (dd.ExecResult, error) {
+	if run.runFor == 0 {
+		return run.res, nil
+	}
+	wait := run.runFor
+	if run.runFor == Forever || run.runFor > timeout {
+		wait = timeout
+	}
+	start := time.Now()
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		f.mu.Lock()
+		f.linger(run, start, "was abandoned ("+ctx.Err().Error()+")")
+		f.mu.Unlock()
+		return dd.ExecResult{}, dd.NewError("exec", ref, kindOfCtx(ctx.Err()), ctx.Err())
+	case <-t.C:
+	}
+	if wait == run.runFor {
+		return run.res, nil
+	}
+	f.mu.Lock()
+	f.linger(run, start, "timed out after "+dd.FormatDuration(timeout))
+	f.mu.Unlock()
+	return dd.ExecResult{}, dd.TimeoutError("exec", ref, timeout)
 }
 
 func keepTail(s string, limit int) (string, bool) {

@@ -49,6 +49,10 @@ func (e *env) CreateNotStarted(t *testing.T, spec dd.ContainerSpec) {
 	}
 }
 
+func (e *env) ExecsRunning(_ *testing.T, container string, cmd []string) int {
+	return e.f.ExecsRunning(container, cmd)
+}
+
 func (e *env) VolumeExists(_ *testing.T, name string) bool {
 	for _, v := range e.f.Volumes() {
 		if v.Name == name {
