@@ -19,6 +19,7 @@ type Docker struct {
 	cancel context.CancelFunc
 
 	pulls flight.Group[PullProgress] // by normalized reference
+	left  leftExecs                  // execs left running, by container
 }
 
 var _ Driver = (*Docker)(nil)

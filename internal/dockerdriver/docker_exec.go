@@ -11,6 +11,9 @@ import (
 )
 
 // Exec runs spec.Cmd in the container and waits for it, at most spec.Timeout.
+// Docker cannot stop an exec: one that timed out keeps running, and until it
+// ends another exec into that container is refused at once as busy (ErrBusy),
+// so that a slow probe retried under load cannot pile up in the container.
 func (d *Docker) Exec(ctx context.Context, nameOrID string, spec ExecSpec) (ExecResult, error) {
 	ref := ExecRef(nameOrID, spec.Cmd)
 	if nameOrID == "" || len(spec.Cmd) == 0 {
@@ -26,13 +29,17 @@ func (d *Docker) Exec(ctx context.Context, nameOrID string, spec ExecSpec) (Exec
 	}
 	ectx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	timedOut := func() bool { return ctx.Err() == nil && ectx.Err() == context.DeadlineExceeded }
 	fail := func(err error) (ExecResult, error) {
-		if ctx.Err() == nil && ectx.Err() == context.DeadlineExceeded {
+		if timedOut() {
 			return ExecResult{}, TimeoutError("exec", ref, timeout)
 		}
 		return ExecResult{}, wrap("exec", ref, err)
 	}
 
+	if err := d.refuseBusy(ectx, nameOrID, ref); err != nil {
+		return fail(err)
+	}
 	created, err := d.cli.ExecCreate(ectx, nameOrID, client.ExecCreateOptions{
 		Cmd:          spec.Cmd,
 		Env:          envList(spec.Env),
@@ -42,9 +49,24 @@ func (d *Docker) Exec(ctx context.Context, nameOrID string, spec ExecSpec) (Exec
 	if err != nil {
 		return fail(err)
 	}
-	att, err := d.cli.ExecAttach(ectx, created.ID, client.ExecAttachOptions{})
+	res, err := d.runExec(ectx, created.ID, limit)
 	if err != nil {
+		// It may run on: remember it, whatever stopped the wait.
+		why := "timed out after " + FormatDuration(timeout)
+		if !timedOut() {
+			why = "was abandoned (" + errText(err) + ")"
+		}
+		d.leave(nameOrID, leftExec{id: created.ID, program: spec.Cmd[0], why: why})
 		return fail(err)
+	}
+	return res, nil
+}
+
+// runExec starts exec id and waits for it to end, collecting its output.
+func (d *Docker) runExec(ctx context.Context, id string, limit int) (ExecResult, error) {
+	att, err := d.cli.ExecAttach(ctx, id, client.ExecAttachOptions{})
+	if err != nil {
+		return ExecResult{}, err
 	}
 	defer att.Close()
 
@@ -56,23 +78,23 @@ func (d *Docker) Exec(ctx context.Context, nameOrID string, spec ExecSpec) (Exec
 	}()
 	select {
 	case err = <-copied:
-	case <-ectx.Done():
+	case <-ctx.Done():
 		// The hijacked connection ignores ctx once established: close it
 		// to unblock the copy, and wait so the buffers are ours again.
 		att.Close()
 		<-copied //nolint:errcheck // the copy fails because we closed its connection; ctx's error is the one to report
-		return fail(ectx.Err())
+		return ExecResult{}, ctx.Err()
 	}
 	if err != nil && !errors.Is(err, io.EOF) {
-		return fail(err)
+		return ExecResult{}, err
 	}
 
 	// The stream ends when the process does, but the daemon may not have
 	// recorded the exit code yet: poll briefly.
 	for {
-		ins, err := d.cli.ExecInspect(ectx, created.ID, client.ExecInspectOptions{})
+		ins, err := d.cli.ExecInspect(ctx, id, client.ExecInspectOptions{})
 		if err != nil {
-			return fail(err)
+			return ExecResult{}, err
 		}
 		if !ins.Running {
 			return ExecResult{
@@ -83,8 +105,8 @@ func (d *Docker) Exec(ctx context.Context, nameOrID string, spec ExecSpec) (Exec
 			}, nil
 		}
 		select {
-		case <-ectx.Done():
-			return fail(ectx.Err())
+		case <-ctx.Done():
+			return ExecResult{}, ctx.Err()
 		case <-time.After(10 * time.Millisecond):
 		}
 	}

@@ -15,7 +15,11 @@ import (
 func (d *Docker) Remove(ctx context.Context, nameOrID string, stopTimeout time.Duration) error {
 	ctx, cancel, expired := Bound(ctx, max(0, stopTimeout)+d.opts.callTimeout)
 	defer cancel()
-	return expired(d.remove(ctx, nameOrID, stopTimeout), "remove", nameOrID)
+	err := d.remove(ctx, nameOrID, stopTimeout)
+	if err == nil {
+		d.left.forget(nameOrID, "") // its execs went with it
+	}
+	return expired(err, "remove", nameOrID)
 }
 
 func (d *Docker) remove(ctx context.Context, nameOrID string, stopTimeout time.Duration) error {
