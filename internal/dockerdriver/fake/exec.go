@@ -71,6 +71,8 @@ type execRun struct {
 }
 
 // Exec runs a Script command (others exit 0 at once), or what an ExecRule says.
+// As the real driver, it refuses as busy an exec into a container where an
+// earlier one its caller stopped waiting for still runs.
 func (f *Driver) Exec(ctx context.Context, nameOrID string, spec dd.ExecSpec) (dd.ExecResult, error) {
 	ref := dd.ExecRef(nameOrID, spec.Cmd)
 	timeout := cmp.Or(spec.Timeout, dd.DefaultExecTimeout)
@@ -113,6 +115,9 @@ func (f *Driver) startExec(nameOrID, ref string, spec dd.ExecSpec) (*execRun, er
 	if c.c.State != dd.StateRunning {
 		return nil, dd.NewError("exec", ref, dd.ErrConflict,
 			fmt.Errorf("Error response from daemon: Container %s is not running", c.c.ID))
+	}
+	if l := f.lingeringIn(c); l != nil {
+		return nil, dd.BusyError(ref, nameOrID, l.cmd[0], l.why)
 	}
 	run := &execRun{c: c, cmd: slices.Clone(spec.Cmd)}
 	if rule := f.matchExec(c); rule != nil {

@@ -234,7 +234,10 @@ func TestExecRules(t *testing.T) {
 	if _, err := f.Exec(ctx, "ctr-db", probe); !errors.Is(err, dd.ErrTimeout) {
 		t.Errorf("hanging exec = %v, want a timeout", err)
 	}
-	clear()
+	if _, err := f.Exec(ctx, "ctr-db", probe); !errors.Is(err, dd.ErrBusy) {
+		t.Errorf("exec while the hung one runs = %v, want busy", err)
+	}
+	clear() // the hung exec ends with its rule
 	f.OnExec(fake.ExecRule{Container: "ctr-db", Result: dd.ExecResult{ExitCode: 2, Stderr: "no response"}, Times: 1})
 	if r, err := f.Exec(ctx, "ctr-db", probe); err != nil || r.ExitCode != 2 || r.Stderr != "no response" {
 		t.Errorf("ruled exec = %+v, %v; want exit 2", r, err)
