@@ -199,8 +199,12 @@ func TimeoutError(op, ref string, after time.Duration, kinds ...error) *Error {
 // BusyError is the error of an exec into container refused at once, without
 // starting it, because an earlier exec there, of program, ended as why says
 // ("timed out after 10s") and is still running: Docker cannot stop an exec, so a
-// caller retrying a slow probe would otherwise pile them up in the container.
+// caller retrying a slow probe would otherwise pile them up in the container. A
+// full container ID is said short (ref already has it whole).
 func BusyError(ref, container, program, why string) *Error {
+	if len(container) == 64 && strings.Trim(container, "0123456789abcdef") == "" {
+		container = ShortID(container)
+	}
 	return &Error{
 		Op:    "exec",
 		Ref:   ref,

@@ -22,6 +22,10 @@ func TestErrorText(t *testing.T) {
 		{TimeoutError("pull", "localhost:5001/x:1", 300*time.Second, ErrPullFailed),
 			"pull localhost:5001/x:1: timeout after 300s: context deadline exceeded"},
 		{TimeoutError("exec", "pg [pg_isready]", 1500*time.Millisecond), "exec pg [pg_isready]: timeout after 1.5s: context deadline exceeded"},
+		{BusyError("0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef [mongosh]",
+			"0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef", "mongosh", "timed out after 10s"),
+			"exec 0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef [mongosh]: container 0123456789ab is busy: " +
+				"an earlier exec of mongosh timed out after 10s and is still running in it; not starting another until it ends"},
 		{&Error{}, "docker: failed"},
 		{&Error{Op: "ping", Kinds: []error{ErrUnavailable}}, "ping: docker unavailable"},
 		{&Error{Op: "inspect", Ref: "x1", Err: errors.New("")}, "inspect x1: *errors.errorString with no message"},
