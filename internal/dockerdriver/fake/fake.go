@@ -5,7 +5,8 @@
 // What it models: images (local and in a registry, with declared volumes),
 // shared pulls with progress and timeout, containers and their lifecycle
 // (created, running, exited), renames, name conflicts and adoption, anonymous
-// volumes, networks and aliases, exec, logs, lifecycle events with drops
+// volumes, networks and aliases, exec (one that timed out runs on, and makes
+// its container busy until it ends), logs, lifecycle events with drops
 // and resyncs, and Docker's error kinds and messages.
 //
 // What it deliberately does not model: real processes (a container runs a
