@@ -3,6 +3,7 @@ package dockerdriver
 import (
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -17,17 +18,16 @@ func stubExecDaemon(t *testing.T) *Docker {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rest, ok := strings.CutSuffix(r.URL.Path, "/json")
 		_, id, _ := strings.Cut(rest, "/exec/")
-		w.Header().Set("Content-Type", "application/json")
+		status, body := http.StatusOK, fmt.Sprintf(`{"ID":%q,"Running":true}`, id)
 		switch {
 		case !ok || id == "":
-			w.WriteHeader(http.StatusNotImplemented)
-			fmt.Fprint(w, `{"message":"not in this stub"}`)
-		case strings.HasPrefix(id, "running"):
-			fmt.Fprintf(w, `{"ID":%q,"Running":true}`, id)
-		default:
-			w.WriteHeader(http.StatusNotFound)
-			fmt.Fprintf(w, `{"message":"No such exec instance: %s"}`, id)
+			status, body = http.StatusNotImplemented, `{"message":"not in this stub"}`
+		case !strings.HasPrefix(id, "running"):
+			status, body = http.StatusNotFound, fmt.Sprintf(`{"message":"No such exec instance: %s"}`, id)
 		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		_, _ = io.WriteString(w, body) // a failed write fails the client's call, which the test checks
 	}))
 	t.Cleanup(srv.Close)
 	d, err := New(WithHost("tcp://" + srv.Listener.Addr().String()))
