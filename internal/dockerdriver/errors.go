@@ -26,6 +26,11 @@ var (
 	// ErrBusy is an exec refused because an earlier one in the same container
 	// timed out and still runs (BusyError).
 	ErrBusy = errors.New("busy")
+	// ErrRemovalStuck: Docker could not remove the container's root filesystem
+	// (a mount still busy, as a daemon restart during the container's exit can
+	// leave). The container stays, dead, and every removal fails the same way
+	// until what holds the mount lets go; a rename still works.
+	ErrRemovalStuck = errors.New("removal stuck")
 )
 
 // Error is what every verb returns on failure: what was being done (Op), to
@@ -171,8 +176,19 @@ func kindOf(err error) error {
 		return ErrInvalid
 	case client.IsErrConnectionFailed(err), cerrdefs.IsUnavailable(err), isTransport(err):
 		return ErrUnavailable
+	case removalStuck(err):
+		return ErrRemovalStuck
 	}
 	return nil
+}
+
+// removalStuck reports Docker's words for a root filesystem it could not remove
+// (a 500, so the words decide): the graph driver's "driver "overlay2" failed to
+// remove root filesystem: ... device or resource busy", or the daemon's "unable to
+// remove filesystem for <id>".
+func removalStuck(err error) bool {
+	msg := err.Error()
+	return strings.Contains(msg, "failed to remove root filesystem") || strings.Contains(msg, "unable to remove filesystem")
 }
 
 // isTransport reports a connection that broke mid-request, as happens when

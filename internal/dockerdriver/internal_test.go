@@ -56,12 +56,16 @@ func TestWrapKinds(t *testing.T) {
 		{fmt.Errorf("get: %w", context.DeadlineExceeded), ErrTimeout},
 		{context.Canceled, nil},
 		{errors.New("something else"), nil},
+		// What a dead container answers to every removal after a daemon restart
+		// during its exit left its overlay mounted (a 500: the words decide).
+		{cerrdefs.ErrInternal.WithMessage(`driver "overlay2" failed to remove root filesystem: unlinkat /var/lib/docker/overlay2/0a1b/merged: device or resource busy`), ErrRemovalStuck},
+		{errors.New("unable to remove filesystem for 0a1b2c: remove /var/lib/docker/containers/0a1b2c/shm: device or resource busy"), ErrRemovalStuck},
 	} {
 		err := wrap("op", "ref", tc.in)
 		if !errors.Is(err, tc.in) {
 			t.Errorf("wrap(%v) lost its cause", tc.in)
 		}
-		for _, k := range []error{ErrNotFound, ErrConflict, ErrInvalid, ErrUnavailable, ErrTimeout} {
+		for _, k := range []error{ErrNotFound, ErrConflict, ErrInvalid, ErrUnavailable, ErrTimeout, ErrRemovalStuck} {
 			want := k == tc.kind //nolint:errorlint // which sentinel tc names, by identity; not an error check
 			if got := errors.Is(err, k); got != want {
 				t.Errorf("wrap(%v): errors.Is(%v) = %v, want %v", tc.in, k, got, want)

@@ -7,7 +7,8 @@
 // (created, running, exited), renames, name conflicts and adoption, anonymous
 // volumes, networks and aliases, exec (one that timed out runs on, and makes
 // its container busy until it ends), logs, lifecycle events with drops
-// and resyncs, and Docker's error kinds and messages.
+// and resyncs, Docker's error kinds and messages, and a dead container whose
+// removal Docker cannot finish (WedgeRemoval).
 //
 // What it deliberately does not model: real processes (a container runs a
 // Script, or else runs until stopped; an exec runs a Script, or else exits

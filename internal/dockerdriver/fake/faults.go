@@ -142,7 +142,7 @@ func faultError(op, ref string, err error) error {
 		return err
 	}
 	e := &dd.Error{Op: op, Ref: ref, Err: err}
-	for _, k := range []error{dd.ErrNotFound, dd.ErrConflict, dd.ErrTimeout, dd.ErrUnavailable, dd.ErrPullFailed, dd.ErrInvalid, dd.ErrBusy} {
+	for _, k := range []error{dd.ErrNotFound, dd.ErrConflict, dd.ErrTimeout, dd.ErrUnavailable, dd.ErrPullFailed, dd.ErrInvalid, dd.ErrBusy, dd.ErrRemovalStuck} {
 		if errors.Is(err, k) {
 			e.Kinds = append(e.Kinds, k)
 		}
