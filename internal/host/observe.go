@@ -46,6 +46,9 @@ type Observation struct {
 	// Outdated are containers of the service that do not serve it (another
 	// name, or made for another spec or other credentials): to be replaced.
 	Outdated []Outdated
+	// Aside are containers of the service set aside when Docker could not remove
+	// them (see Retire): never the service, only to remove.
+	Aside []dd.ContainerSummary
 	// Restarts is the restart count Current was created with.
 	Restarts int32
 }
@@ -62,6 +65,10 @@ func (h *Host) Observe(ctx context.Context, svc Service, ours []dd.ContainerSumm
 	var obs Observation
 	for i := range ours {
 		c := &ours[i]
+		if IsAside(c.Name, svc.Container.Name) {
+			obs.Aside = append(obs.Aside, *c)
+			continue
+		}
 		j, err := h.judge(ctx, svc, c)
 		if err != nil {
 			return obs, err
