@@ -75,8 +75,8 @@ func (rc *recentClaims) forget(uid types.UID) {
 
 // ours lists the Sandbox's containers: those carrying its UID, and the pool
 // members its claim records name that are proven its own: labelled by a pool of
-// its namespace and this instance, and named as a member not yet claimed or as
-// the Sandbox's service (never another Sandbox's).
+// its namespace and this instance, and named as a member not yet claimed, as
+// the Sandbox's service, or as set aside by it (never another Sandbox's).
 func (r *SandboxReconciler) ours(ctx context.Context, sb *sandboxv1.Sandbox) ([]dd.ContainerSummary, map[string]claimRecord, error) {
 	cs, err := r.Driver.List(ctx, uidSelector(sb))
 	if err != nil {
@@ -96,8 +96,9 @@ func (r *SandboxReconciler) ours(ctx context.Context, sb *sandboxv1.Sandbox) ([]
 	}
 	for _, m := range members {
 		e := m.Labels[host.LabelEngine]
+		name := serviceContainerName(sb, e)
 		if ids[m.ID] && m.Labels[host.LabelPoolUID] != "" && claims[e].id == m.ID &&
-			(isMemberName(m.Name) || m.Name == serviceContainerName(sb, e)) {
+			(isMemberName(m.Name) || m.Name == name || host.IsAside(m.Name, name)) {
 			cs = append(cs, m)
 		}
 	}

@@ -46,6 +46,11 @@ func (res *serviceResult) event(reason, message string) {
 	res.events = append(res.events, serviceEvent{corev1.EventTypeNormal, reason, message})
 }
 
+// warn records a Warning to report.
+func (res *serviceResult) warn(reason, message string) {
+	res.events = append(res.events, serviceEvent{corev1.EventTypeWarning, reason, message})
+}
+
 // waiting says the service waits for something before its container (or probe)
 // can make progress, and when to look again.
 func (res serviceResult) waiting(containers part, probing string, after time.Duration) serviceResult {

@@ -43,6 +43,8 @@ type recall struct {
 	failures int
 	// probes are the looks at each service's current container, by engine.
 	probes map[string]*probeAttempts
+	// aside are the failed removals of containers Docker could not remove, by ID.
+	aside map[string]*asideRetry
 }
 
 func newMemory() *memory { return &memory{sandboxes: map[types.NamespacedName]*recall{}} }
@@ -52,7 +54,7 @@ func (m *memory) of(sb *sandboxv1.Sandbox) *recall {
 	key := types.NamespacedName{Namespace: sb.Namespace, Name: sb.Name}
 	rec, ok := m.sandboxes[key]
 	if !ok || rec.uid != sb.UID {
-		rec = &recall{uid: sb.UID, probes: map[string]*probeAttempts{}}
+		rec = &recall{uid: sb.UID, probes: map[string]*probeAttempts{}, aside: map[string]*asideRetry{}}
 		m.sandboxes[key] = rec
 	}
 	return rec

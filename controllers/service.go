@@ -32,11 +32,13 @@ func (r *SandboxReconciler) reconcileService(ctx context.Context, w serviceWork,
 		return res.dockerFailed(ctx, err, "observing "+w.svc.Container.Name)
 	}
 	for _, c := range obs.Outdated {
-		if err := r.host.Remove(ctx, c.ID); err != nil {
+		if done, err := r.retire(ctx, w, c.ContainerSummary, &res); err != nil {
 			return res.dockerFailed(ctx, err, "removing the outdated container "+c.Name)
+		} else if done {
+			res.event(sandboxv1.EventUpdated, fmt.Sprintf("%s: replacing container %s to apply the new spec (%s)", w.svc.Engine.Name(), c.Name, c.Why))
 		}
-		res.event(sandboxv1.EventUpdated, fmt.Sprintf("%s: replacing container %s to apply the new spec (%s)", w.svc.Engine.Name(), c.Name, c.Why))
 	}
+	r.removeAside(ctx, w, obs.Aside, &res)
 	res.status.Restarts = max(res.status.Restarts, obs.Restarts)
 	if obs, err = r.rollOut(ctx, w, obs, &res); err != nil {
 		return res.dockerFailed(ctx, err, "rolling out "+w.svc.Container.Name)
@@ -79,7 +81,7 @@ func (r *SandboxReconciler) rollOut(ctx context.Context, w serviceWork, obs host
 	if obs.Behind == "" || obs.Current == nil || obs.Phase == host.Stopped || !r.Options.rollsOut(w.sb) {
 		return obs, nil
 	}
-	if err := r.host.Remove(ctx, obs.Current.ID); err != nil {
+	if _, err := r.retire(ctx, w, *obs.Current, res); err != nil {
 		return obs, err
 	}
 	res.event(sandboxv1.EventRolledOut, fmt.Sprintf("%s: replacing container %s, made with earlier operator settings (%s); its data goes",
@@ -115,7 +117,7 @@ func (r *SandboxReconciler) recreateStopped(ctx context.Context, w serviceWork, 
 		return res.waiting(part{reason: sandboxv1.ReasonExited, message: exitMsg + fmt.Sprintf("; recreating in %s", wait.Round(time.Second))},
 			w.svc.Engine.Name()+" is not running", wait)
 	}
-	if err := r.host.Remove(ctx, c.ID); err != nil {
+	if _, err := r.retire(ctx, w, dd.ContainerSummary{ID: c.ID, Name: c.Name}, &res); err != nil {
 		return res.dockerFailed(ctx, err, "removing the exited container "+c.Name)
 	}
 	res.event(sandboxv1.EventRecreated, exitMsg+"; recreating it with the same credentials")

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	ctrl "sigs.k8s.io/controller-runtime"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
 	dd "github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver"
@@ -45,32 +46,50 @@ func (r *SandboxReconciler) reconcileServices(ctx context.Context, sb *sandboxv1
 	for _, c := range ours {
 		byEngine[c.Labels[host.LabelEngine]] = append(byEngine[c.Labels[host.LabelEngine]], c)
 	}
-	if err := r.removeDropped(ctx, sb, specs, byEngine); err != nil {
+	dropped, err := r.removeDropped(ctx, sb, specs, byEngine)
+	if err != nil {
 		return ctrl.Result{}, err
 	}
 	results := r.runServices(ctx, sb, specs, byEngine)
 	wasReady, oldConditions := isReady(sb), conditionReasons(sb)
 	summarize(sb, results)
 	r.report(ctx, sb, results, wasReady, oldConditions)
-	return passResult(results, r.Options.ResyncPeriod), nil
+	result := passResult(results, r.Options.ResyncPeriod)
+	result.RequeueAfter = soonest(result.RequeueAfter, dropped)
+	return result, nil
 }
 
 // removeDropped removes the containers of services no longer in spec; the others
-// are left alone.
-func (r *SandboxReconciler) removeDropped(ctx context.Context, sb *sandboxv1.Sandbox, specs []host.Service, byEngine map[string][]dd.ContainerSummary) error {
+// are left alone. One Docker cannot remove (dead) holds nothing back: it is
+// retried on its own backoff, and retry says when.
+func (r *SandboxReconciler) removeDropped(ctx context.Context, sb *sandboxv1.Sandbox, specs []host.Service, byEngine map[string][]dd.ContainerSummary) (retry time.Duration, err error) {
+	now := time.Now()
 	for name, cs := range byEngine {
 		if slices.ContainsFunc(specs, func(s host.Service) bool { return s.Engine.Name() == name }) {
 			continue
 		}
 		for _, c := range cs {
-			if err := r.host.Remove(ctx, c.ID); err != nil {
-				return fmt.Errorf("removing %s, no longer in spec: %w", c.Name, err)
+			if wait := r.memory.asideDue(sb, c.ID, now); wait > 0 {
+				retry = soonest(retry, wait)
+				continue
 			}
+			got, err := r.host.Retire(ctx, c, "")
+			if err != nil {
+				return 0, fmt.Errorf("removing %s, no longer in spec: %w", c.Name, err)
+			}
+			if got.Stuck != nil {
+				wait := r.memory.asideFailed(sb, c.ID, now)
+				retry = soonest(retry, wait)
+				logf.FromContext(ctx).Info("Docker cannot remove a container no longer in spec; retrying", "container", c.Name,
+					"error", got.Stuck.Error(), "retryIn", wait.Round(time.Second))
+				continue
+			}
+			r.memory.asideGone(sb, c.ID)
 			r.Recorder.Eventf(sb, nil, corev1.EventTypeNormal, sandboxv1.EventServiceRemoved, sandboxv1.ActionTeardown,
 				"removed %s: %s is no longer in spec.services", c.Name, name)
 		}
 	}
-	return nil
+	return retry, nil
 }
 
 // runServices reconciles every service at once; each result is redacted of its password.

@@ -32,6 +32,14 @@ const (
 	EventOwnerGone = ReasonOwnerGone
 	// EventTornDown (Normal): the containers are confirmed gone.
 	EventTornDown = "TornDown"
+	// EventSetAside (Warning): Docker could not remove a service's container (it is
+	// dead, its root filesystem busy), so it was renamed <name>-dead-<id> to free
+	// the service's name; the service is made anew and the dead container removed
+	// once Docker can.
+	EventSetAside = "SetAside"
+	// EventAsideRemoved (Normal): a container set aside (EventSetAside) is removed
+	// at last.
+	EventAsideRemoved = "AsideRemoved"
 	// EventDockerHostBound (Normal): the Sandbox is bound to the Docker host it is
 	// provisioned on.
 	EventDockerHostBound = "DockerHostBound"
