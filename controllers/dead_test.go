@@ -6,8 +6,10 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
+	"github.com/roboco-sandbox/sandbox-controller/controllers"
 	dd "github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver"
 	"github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver/fake"
 )
@@ -77,5 +79,53 @@ var _ = Describe("A dead container Docker cannot remove", func() {
 		Eventually(eventReasons(sb)).Should(ContainElement(sandboxv1.EventAsideRemoved))
 		Expect(condition(sb, sandboxv1.ConditionReady)()).To(Equal("True/Ready"))
 		Expect(get(sb).Status.Services[0].ContainerID).To(Equal(current.ID))
+	})
+
+	It("keeps a deleted Sandbox's finalizer, saying what blocks it, until the dead container is gone", func() {
+		startManager(host, testOptions())
+		sb := newSandbox(ns, "wedgedel", "wedgedel-1", "redis")
+		Expect(k8sClient.Create(ctx, sb)).To(Succeed())
+		deadID, _, release := wedge(sb)
+		uid := string(get(sb).UID)
+
+		By("deleting the Sandbox while the dead container cannot be removed")
+		Expect(k8sClient.Delete(ctx, sb)).To(Succeed())
+		Eventually(condition(sb, sandboxv1.ConditionReconciling)).Should(Equal("True/" + sandboxv1.ReasonTeardownBlocked))
+		msg := conditionOf(sb, sandboxv1.ConditionReconciling).Message
+		Expect(msg).To(And(ContainSubstring(dd.ShortID(deadID)), ContainSubstring("device or resource busy")))
+		Expect(get(sb).Finalizers).To(ContainElement(controllers.Finalizer))
+		Expect(containersByUID(host, uid)()).To(HaveLen(1), "the live container goes; the dead one stays")
+		Eventually(eventReasons(sb)).Should(ContainElement(sandboxv1.EventTeardownBlocked))
+
+		By("letting it go once the dead container is removed, leaving nothing")
+		release()
+		Eventually(gone(sb), asideWait).Should(BeTrue())
+		Expect(containersByUID(host, uid)()).To(BeEmpty())
+		Expect(host.Volumes()).To(BeEmpty())
+	})
+
+	It("is reaped by the sweep, as the Sandbox's by its labels, once the Sandbox went without its teardown", func() {
+		const grace = time.Second
+		startManager(host, sweepOptions(grace))
+		sb := newSandbox(ns, "wedgedsweep", "wedgedsweep-1", "redis")
+		Expect(k8sClient.Create(ctx, sb)).To(Succeed())
+		deadID, _, release := wedge(sb)
+		uid := string(get(sb).UID)
+		before := reaped("uid")
+
+		By("removing the Sandbox's finalizer by hand while the dead container cannot be removed")
+		Expect(k8sClient.Delete(ctx, sb)).To(Succeed())
+		Eventually(condition(sb, sandboxv1.ConditionReconciling)).Should(Equal("True/" + sandboxv1.ReasonTeardownBlocked))
+		forced := get(sb)
+		patch := client.MergeFrom(forced.DeepCopy())
+		forced.Finalizers = nil
+		Expect(k8sClient.Patch(ctx, forced, patch)).To(Succeed())
+		Eventually(gone(sb)).Should(BeTrue())
+
+		By("reaping it once Docker can remove it")
+		release()
+		Eventually(exists(host, deadID), asideWait).Should(BeFalse())
+		Expect(containersByUID(host, uid)()).To(BeEmpty())
+		Expect(reaped("uid")).To(BeNumerically(">", before))
 	})
 })

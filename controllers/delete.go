@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -37,8 +38,8 @@ func (r *SandboxReconciler) reconcileDelete(ctx context.Context, sb *sandboxv1.S
 	if proceed {
 		removed, err := r.teardown(ctx, sb)
 		if err != nil {
-			logf.FromContext(ctx).Info("Teardown incomplete; retrying", "error", err.Error(), "retryIn", retryLater(ctx))
-			return r.memory.pace(ctx, sb, ctrl.Result{}), nil
+			err := r.teardownBlocked(ctx, sb, err) // before pace: it notes the failure
+			return r.memory.pace(ctx, sb, ctrl.Result{}), err
 		}
 		r.Recorder.Eventf(sb, nil, corev1.EventTypeNormal, sandboxv1.EventTornDown, sandboxv1.ActionTeardown, "removed %d containers with their volumes", removed)
 		logf.FromContext(ctx).Info("Sandbox torn down", "containers", removed)
@@ -55,6 +56,21 @@ func (r *SandboxReconciler) reconcileDelete(ctx context.Context, sb *sandboxv1.S
 	r.forget(types.NamespacedName{Namespace: sb.Namespace, Name: sb.Name})
 	r.claims.forget(sb.UID)
 	return ctrl.Result{}, nil
+}
+
+// teardownBlocked says what keeps a deleted Sandbox's finalizer (a container
+// Docker would not remove, or Docker itself), on Reconciling and in a Warning once
+// per stretch; the retry comes with the Sandbox's backoff.
+func (r *SandboxReconciler) teardownBlocked(ctx context.Context, sb *sandboxv1.Sandbox, err error) error {
+	before := sb.DeepCopy()
+	retryIn := retryLater(ctx)
+	msg := fmt.Sprintf("teardown incomplete, the finalizer stays until every container is gone: %v; retrying in %s", err, retryIn.Round(time.Second))
+	logf.FromContext(ctx).Info("Teardown incomplete; retrying", "error", err.Error(), "retryIn", retryIn)
+	if c := meta.FindStatusCondition(sb.Status.Conditions, sandboxv1.ConditionReconciling); c == nil || c.Reason != sandboxv1.ReasonTeardownBlocked {
+		r.Recorder.Eventf(sb, nil, corev1.EventTypeWarning, sandboxv1.EventTeardownBlocked, sandboxv1.ActionTeardown, "%s", msg)
+	}
+	setCondition(sb, sandboxv1.ConditionReconciling, metav1.ConditionTrue, sandboxv1.ReasonTeardownBlocked, msg)
+	return r.patchStatus(ctx, before, sb)
 }
 
 // deleteSecret deletes the credentials Secret when this Sandbox controls it.
@@ -83,7 +99,11 @@ func (r *SandboxReconciler) teardown(ctx context.Context, sb *sandboxv1.Sandbox)
 	errs := make([]error, len(cs))
 	var wg sync.WaitGroup
 	for i, c := range cs {
-		wg.Go(func() { errs[i] = r.host.Remove(ctx, c.ID) })
+		wg.Go(func() {
+			if err := r.host.Remove(ctx, c.ID); err != nil {
+				errs[i] = fmt.Errorf("removing %s: %w", c.Name, err)
+			}
+		})
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {

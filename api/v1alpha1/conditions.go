@@ -103,6 +103,10 @@ const (
 	// the manager talks to; the message names both. Nothing is created, removed or
 	// judged for it.
 	ReasonWrongDockerHost = "WrongDockerHost"
+	// ReasonTeardownBlocked (Reconciling): a deleted Sandbox's container could not be
+	// removed (the message names it and Docker's words); retried with backoff, the
+	// finalizer staying until every container is gone.
+	ReasonTeardownBlocked = "TeardownBlocked"
 	// ReasonDockerHostUnproven: the manager cannot prove which Docker host it talks
 	// to; nothing is created, removed or judged until it can.
 	ReasonDockerHostUnproven = "DockerHostUnproven"

@@ -32,6 +32,10 @@ const (
 	EventOwnerGone = ReasonOwnerGone
 	// EventTornDown (Normal): the containers are confirmed gone.
 	EventTornDown = "TornDown"
+	// EventTeardownBlocked (Warning): a deleted Sandbox's container could not be
+	// removed; the finalizer stays until it is gone. Same value as
+	// ReasonTeardownBlocked.
+	EventTeardownBlocked = ReasonTeardownBlocked
 	// EventSetAside (Warning): Docker could not remove a service's container (it is
 	// dead, its root filesystem busy), so it was renamed <name>-dead-<id> to free
 	// the service's name; the service is made anew and the dead container removed
