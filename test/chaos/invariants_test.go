@@ -84,10 +84,15 @@ func (h *harness) containers(ctx context.Context, instance string) ([]container,
 	return cs, nil
 }
 
-// twoPerService names the services that have more than one container.
+// twoPerService names the services that have more than one container. A dead one
+// set aside (renamed <name>-dead-<id>: Docker could not remove it) serves nothing,
+// and is no second container.
 func twoPerService(cs []container) []string {
 	by := map[string][]string{}
 	for _, c := range cs {
+		if strings.Contains(c.name, "-dead-") && c.state != "running" {
+			continue
+		}
 		by[c.uid+"/"+c.engine] = append(by[c.uid+"/"+c.engine], c.name+" "+c.id+" "+c.state)
 	}
 	var out []string
