@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
+	"github.com/roboco-sandbox/sandbox-controller/internal/host"
 )
 
 // The invariants, as a violation names them.
@@ -63,22 +64,27 @@ func (c cause) explains(uid, engine string) bool {
 // container is one sandbox container on the suite's daemon.
 type container struct {
 	id, name, state, uid, engine string
+	credentials                  string // the hash of the password it was made with
 }
+
+// setAside says whether c is a dead container renamed <name>-dead-<id> because
+// Docker could not remove it: it serves nothing.
+func (c container) setAside() bool { return strings.Contains(c.name, "-dead-") && c.state != "running" }
 
 // containers lists the containers of the run's instance.
 func (h *harness) containers(ctx context.Context, instance string) ([]container, error) {
 	cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
 	out, err := h.daemon.docker(cctx, "ps", "-a", "--filter", "label=sandbox.roboco.io/instance="+instance, "--format",
-		`{{.ID}}|{{.Names}}|{{.State}}|{{.Label "sandbox.roboco.io/uid"}}|{{.Label "sandbox.roboco.io/engine"}}`)
+		`{{.ID}}|{{.Names}}|{{.State}}|{{.Label "sandbox.roboco.io/uid"}}|{{.Label "sandbox.roboco.io/engine"}}|{{.Label "sandbox.roboco.io/credentials"}}`)
 	if err != nil {
 		return nil, err
 	}
 	var cs []container
 	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
 		f := strings.Split(line, "|")
-		if len(f) == 5 {
-			cs = append(cs, container{id: f[0], name: f[1], state: f[2], uid: f[3], engine: f[4]})
+		if len(f) == 6 {
+			cs = append(cs, container{id: f[0], name: f[1], state: f[2], uid: f[3], engine: f[4], credentials: f[5]})
 		}
 	}
 	return cs, nil
@@ -90,7 +96,7 @@ func (h *harness) containers(ctx context.Context, instance string) ([]container,
 func twoPerService(cs []container) []string {
 	by := map[string][]string{}
 	for _, c := range cs {
-		if strings.Contains(c.name, "-dead-") && c.state != "running" {
+		if c.setAside() {
 			continue
 		}
 		by[c.uid+"/"+c.engine] = append(by[c.uid+"/"+c.engine], c.name+" "+c.id+" "+c.state)
@@ -250,14 +256,22 @@ func (r *run) passwords(ctx context.Context, rec *record) (map[string]string, er
 }
 
 // rotated says whether a Sandbox whose Secret was deleted has new passwords and
-// a new container for every service.
+// every service a container made with them (by its credentials label): until
+// then, a container of the old passwords is still to be replaced. Note: by the
+// label, not by the container IDs of the last check, which a Sandbox created
+// within the cycle does not have yet (cycle 63 of a 100-cycle run took its old
+// container, still running, for the new one).
 func (r *run) rotated(ctx context.Context, rec *record, cs []container) bool {
 	pw, err := r.passwords(ctx, rec)
 	if err != nil || maps.Equal(pw, rec.passwords) {
 		return false
 	}
 	for _, c := range cs {
-		if c.uid == string(rec.uid) && c.id == rec.containers[c.engine] {
+		if c.uid != string(rec.uid) || c.setAside() {
+			continue
+		}
+		keys, ok := sandboxv1.KeysOf(sandboxv1.Engine(c.engine))
+		if !ok || c.credentials != host.CredentialsHash(pw[keys.Password]) {
 			return false
 		}
 	}
