@@ -38,14 +38,7 @@ func TestSecureMetrics(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = env.Stop() })
-	kubectl := func(args ...string) string {
-		t.Helper()
-		out, err := env.Kubectl(args...)
-		if err != nil {
-			t.Fatalf("kubectl %v: %v\n%s", args, err, out)
-		}
-		return strings.TrimSpace(out)
-	}
+	kubectl := func(args ...string) string { t.Helper(); return env.MustKubectl(t, args...) }
 	kubectl("apply", "--server-side", "-k", filepath.Join(testenv.Root(), "config", "default"))
 	kubectl("create", "namespace", "monitoring")
 	kubectl("create", "serviceaccount", "prometheus", "-n", "monitoring")

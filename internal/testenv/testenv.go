@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"sort"
+	"strings"
 
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -105,4 +106,15 @@ func (e *Env) Kubectl(args ...string) (string, error) {
 		return stdout.String(), fmt.Errorf("kubectl %v: %w: %s", args, err, stderr.String())
 	}
 	return stdout.String(), nil
+}
+
+// MustKubectl is Kubectl that fails the test on an error, and returns stdout
+// trimmed.
+func (e *Env) MustKubectl(t T, args ...string) string {
+	t.Helper()
+	out, err := e.Kubectl(args...)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	return strings.TrimSpace(out)
 }

@@ -19,14 +19,7 @@ func TestChartInstalls(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = env.Stop() })
 	kc := []string{"--kubeconfig", env.Kubeconfig(), "--namespace", namespace}
-	kubectl := func(args ...string) string {
-		t.Helper()
-		out, err := env.Kubectl(args...)
-		if err != nil {
-			t.Fatalf("kubectl %v: %v\n%s", args, err, out)
-		}
-		return strings.TrimSpace(out)
-	}
+	kubectl := func(args ...string) string { t.Helper(); return env.MustKubectl(t, args...) }
 
 	helm(t, append([]string{"install", release, chart, "--create-namespace"}, kc...)...)
 	kubectl("wait", "--for=condition=Established", "crd/sandboxes.sandbox.roboco.io", "crd/sandboxpools.sandbox.roboco.io", "--timeout=60s")
