@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -184,8 +185,14 @@ func (d *daemon) teardown() {
 	}
 	d.stop()
 	for _, dir := range []string{d.dataRoot, d.altRoot} {
-		// Note: dockerd may leave overlay mounts under its data root.
-		_ = exec.Command("sh", "-c", "grep -o ' "+dir+"[^ ]*' /proc/mounts | sort -r | xargs -r -n1 umount -l").Run()
+		// Note: a daemon killed after its stop timeout (or the other host's, whose
+		// containers only that daemon could list) leaves them running.
+		killShims(d.execRootFor(dir))
+		// Note: dockerd may leave overlay mounts under its data root, and netns
+		// mounts under its exec root.
+		for _, m := range append(mountsUnder(dir), mountsUnder(d.execRootFor(dir))...) {
+			_ = syscall.Unmount(m, syscall.MNT_DETACH)
+		}
 		_ = os.RemoveAll(dir)
 	}
 	_ = exec.Command("ip", "link", "del", d.bridge).Run()
@@ -221,4 +228,82 @@ func ownerRuns(id string) bool {
 	}
 	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
 	return err == nil && pid != os.Getpid() && syscall.Kill(pid, 0) == nil
+}
+
+// shims are the containerd shims (pids) of the daemon whose exec root is
+// execRoot: their command line names its containerd socket.
+func shims(execRoot string) []int {
+	var pids []int
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range procs {
+		b, err := os.ReadFile(p)
+		if err != nil || !strings.Contains(string(b), "containerd-shim") || !strings.Contains(string(b), execRoot+"/") {
+			continue
+		}
+		if pid, err := strconv.Atoi(filepath.Base(filepath.Dir(p))); err == nil {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// mountsUnder are the mount points at or below dir.
+func mountsUnder(dir string) []string {
+	b, _ := os.ReadFile("/proc/mounts")
+	var ms []string
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) > 1 && (f[1] == dir || strings.HasPrefix(f[1], dir+"/") || strings.HasPrefix(f[1], dir+"-")) {
+			ms = append(ms, f[1])
+		}
+	}
+	return ms
+}
+
+// killShims kills the containers of the daemon whose exec root is execRoot
+// (each shim's children are their init processes; the rest of a container's
+// pid namespace goes with its init), then the shims.
+func killShims(execRoot string) {
+	ss := shims(execRoot)
+	var inits []int
+	for _, shim := range ss {
+		inits = append(inits, children(shim)...)
+	}
+	for _, pid := range append(inits, ss...) {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		if !slices.ContainsFunc(append(inits, ss...), alive) {
+			return
+		}
+	}
+}
+
+// alive says whether pid runs (a zombie has ended).
+func alive(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+	return len(f) > 0 && f[0] != "Z" && f[0] != "X"
+}
+
+// children are the processes whose parent is pid.
+func children(pid int) []int {
+	var kids []int
+	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
+	for _, p := range stats {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			continue
+		}
+		// Note: the command name (field 2) may hold spaces; the fields after its ')' do not.
+		f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+		if len(f) > 1 && f[1] == strconv.Itoa(pid) {
+			if kid, err := strconv.Atoi(filepath.Base(filepath.Dir(p))); err == nil {
+				kids = append(kids, kid)
+			}
+		}
+	}
+	return kids
 }
