@@ -64,25 +64,45 @@ func (d *Docker) Exec(ctx context.Context, nameOrID string, spec ExecSpec) (Exec
 
 // runExec starts exec id and waits for it to end, collecting its output.
 func (d *Docker) runExec(ctx context.Context, id string, limit int) (ExecResult, error) {
-	att, err := d.cli.ExecAttach(ctx, id, client.ExecAttachOptions{})
+	st, err := d.attachExec(ctx, id, limit)
 	if err != nil {
 		return ExecResult{}, err
 	}
-	defer att.Close()
+	defer st.att.Close()
+	return d.waitExec(ctx, id, st)
+}
 
-	stdout, stderr := newTailBuffer(limit), newTailBuffer(limit)
-	copied := make(chan error, 1)
+// execStream is a started exec's connection and the output collected from it.
+type execStream struct {
+	att            client.HijackedResponse
+	stdout, stderr *tailBuffer
+	copied         chan error
+}
+
+// attachExec starts exec id and collects its output in the background.
+func (d *Docker) attachExec(ctx context.Context, id string, limit int) (*execStream, error) {
+	att, err := d.cli.ExecAttach(ctx, id, client.ExecAttachOptions{})
+	if err != nil {
+		return nil, err
+	}
+	st := &execStream{att: att.HijackedResponse, stdout: newTailBuffer(limit), stderr: newTailBuffer(limit), copied: make(chan error, 1)}
 	go func() {
-		_, err := stdcopy.StdCopy(stdout, stderr, att.Reader)
-		copied <- err
+		_, err := stdcopy.StdCopy(st.stdout, st.stderr, att.Reader)
+		st.copied <- err
 	}()
+	return st, nil
+}
+
+// waitExec waits for a started exec to end and reads its exit code.
+func (d *Docker) waitExec(ctx context.Context, id string, st *execStream) (ExecResult, error) {
+	var err error
 	select {
-	case err = <-copied:
+	case err = <-st.copied:
 	case <-ctx.Done():
 		// The hijacked connection ignores ctx once established: close it
 		// to unblock the copy, and wait so the buffers are ours again.
-		att.Close()
-		<-copied //nolint:errcheck // the copy fails because we closed its connection; ctx's error is the one to report
+		st.att.Close()
+		<-st.copied //nolint:errcheck // the copy fails because we closed its connection; ctx's error is the one to report
 		return ExecResult{}, ctx.Err()
 	}
 	if err != nil && !errors.Is(err, io.EOF) {
@@ -99,9 +119,9 @@ func (d *Docker) runExec(ctx context.Context, id string, limit int) (ExecResult,
 		if !ins.Running {
 			return ExecResult{
 				ExitCode:  ins.ExitCode,
-				Stdout:    stdout.String(),
-				Stderr:    stderr.String(),
-				Truncated: stdout.truncated || stderr.truncated,
+				Stdout:    st.stdout.String(),
+				Stderr:    st.stderr.String(),
+				Truncated: st.stdout.truncated || st.stderr.truncated,
 			}, nil
 		}
 		select {

@@ -53,6 +53,10 @@ type Driver interface {
 	// Exec runs a command in a running container and waits for it, at most
 	// spec.Timeout.
 	Exec(ctx context.Context, nameOrID string, spec ExecSpec) (ExecResult, error)
+	// PrepareExec starts spec.Cmd in a running container but holds it back
+	// until Run gives it the rest of its environment, so that a caller in a
+	// hurry later pays no exec start. See PreparedExec.
+	PrepareExec(ctx context.Context, nameOrID string, spec ExecSpec) (PreparedExec, error)
 	// LogsTail returns the last lines of the container's stdout and stderr.
 	LogsTail(ctx context.Context, nameOrID string, lines int) (string, error)
 	// Remove stops the container (SIGTERM, then SIGKILL after stopTimeout)
@@ -138,6 +142,20 @@ type ExecSpec struct {
 	// OutputLimit is how many trailing bytes of each stream to keep
 	// (0: DefaultOutputLimit).
 	OutputLimit int
+}
+
+// PreparedExec is a command started ahead in a container (PrepareExec) and held
+// before it runs. The environment Run adds travels on the exec's stdin, never
+// in its argv or its inspectable Env: pass secrets there. The container needs a
+// POSIX sh. The held exec does not make the container busy (see Exec).
+type PreparedExec interface {
+	// Run adds env to the command's environment, lets it run and waits for it,
+	// as Exec does; the spec's Timeout counts from Run. It runs once: a second
+	// call is an ErrInvalid error.
+	Run(ctx context.Context, env map[string]string) (ExecResult, error)
+	// Close abandons a command that has not run: it ends without running.
+	// It is harmless after Run, and may be called more than once.
+	Close()
 }
 
 // ExecResult is a finished command.

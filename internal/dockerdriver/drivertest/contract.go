@@ -40,6 +40,7 @@ func RunContract(t *testing.T, newDriver NewDriver) {
 		{"Exec", c.exec},
 		{"ExecTimeout", c.execTimeout},
 		{"ExecBusyWhileATimedOutExecRuns", c.execBusy},
+		{"PreparedExec", c.preparedExec},
 		{"List", c.list},
 		{"LogsTail", c.logsTail},
 		{"Remove", c.remove},

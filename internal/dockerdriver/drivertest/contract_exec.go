@@ -135,3 +135,69 @@ func (c contract) execBusy(t *testing.T) {
 		}
 	})
 }
+
+// preparedExec: a command started ahead runs only when it gets the rest of its
+// environment, which arrives byte for byte; its timeout counts from Run; while
+// held it does not make its container busy; abandoned, it never runs.
+func (c contract) preparedExec(t *testing.T) {
+	d, env, ctx := c.setup(t, Config{})
+	s := spec(env, "exec-prepared", Script{Sleep: Forever})
+	s.Env = map[string]string{"SANDBOX_FOO": "bar"}
+	mustCreate(t, ctx, d, s)
+	echo := env.Command(Script{EchoEnv: []string{"SANDBOX_SECRET", "SANDBOX_PLAIN", "SANDBOX_FOO"}})
+	awkward := "it's \"x\" $(id) `id` \\ \n second line ü"
+
+	p, err := d.PrepareExec(ctx, s.Name, dd.ExecSpec{Cmd: echo, Env: map[string]string{"SANDBOX_PLAIN": "p"}, Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	quick := env.Command(Script{Stdout: []string{"ok"}})
+	if r, err := d.Exec(ctx, s.Name, dd.ExecSpec{Cmd: quick}); err != nil || r.Stdout != "ok\n" {
+		t.Errorf("Exec beside a held exec = %+v, %v; want ok", r, err)
+	}
+	time.Sleep(1500 * time.Millisecond) // held longer than its timeout
+	r, err := p.Run(ctx, map[string]string{"SANDBOX_SECRET": awkward})
+	if want := awkward + "\np\nbar\n"; err != nil || r.ExitCode != 0 || r.Stdout != want {
+		t.Errorf("Run = %+v, %v; want exit 0 and %q", r, err, want)
+	}
+	_, err = p.Run(ctx, nil)
+	wantKind(t, err, dd.ErrInvalid)
+	p.Close()
+
+	t.Run("abandoned", func(t *testing.T) {
+		p, err := d.PrepareExec(ctx, s.Name, dd.ExecSpec{Cmd: quick})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.Close()
+		_, err = p.Run(ctx, nil)
+		wantKind(t, err, dd.ErrInvalid)
+		if r, err := d.Exec(ctx, s.Name, dd.ExecSpec{Cmd: quick}); err != nil || r.Stdout != "ok\n" {
+			t.Errorf("Exec after Close = %+v, %v; want ok", r, err)
+		}
+	})
+
+	t.Run("bad variable name", func(t *testing.T) {
+		p, err := d.PrepareExec(ctx, s.Name, dd.ExecSpec{Cmd: quick})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer p.Close()
+		_, err = p.Run(ctx, map[string]string{"1X": "y"})
+		wantKind(t, err, dd.ErrInvalid)
+	})
+	t.Run("timeout from Run, then busy", func(t *testing.T) {
+		slow := env.Command(Script{Sleep: 20 * time.Second})
+		p, err := d.PrepareExec(ctx, s.Name, dd.ExecSpec{Cmd: slow, Timeout: 500 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = p.Run(ctx, nil)
+		wantKind(t, err, dd.ErrTimeout)
+		_, err = d.Exec(ctx, s.Name, dd.ExecSpec{Cmd: quick})
+		wantKind(t, err, dd.ErrBusy)
+		_, err = d.PrepareExec(ctx, s.Name, dd.ExecSpec{Cmd: quick})
+		wantKind(t, err, dd.ErrBusy)
+	})
+
+}

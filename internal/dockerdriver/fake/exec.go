@@ -74,7 +74,11 @@ type execRun struct {
 // As the real driver, it refuses as busy an exec into a container where an
 // earlier one its caller stopped waiting for still runs.
 func (f *Driver) Exec(ctx context.Context, nameOrID string, spec dd.ExecSpec) (dd.ExecResult, error) {
-	ref := dd.ExecRef(nameOrID, spec.Cmd)
+	return f.execute(ctx, nameOrID, dd.ExecRef(nameOrID, spec.Cmd), spec)
+}
+
+// execute runs an exec, its call counted and its faults applied.
+func (f *Driver) execute(ctx context.Context, nameOrID, ref string, spec dd.ExecSpec) (dd.ExecResult, error) {
 	timeout := cmp.Or(spec.Timeout, dd.DefaultExecTimeout)
 	ectx, cancel := context.WithTimeout(ctx, timeout)
 	err := f.enter(ectx, VerbExec, f.refsOf(nameOrID)...)

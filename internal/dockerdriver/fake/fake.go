@@ -42,6 +42,7 @@ const (
 	VerbInspect         Verb = "Inspect"
 	VerbList            Verb = "List"
 	VerbExec            Verb = "Exec"
+	VerbPrepareExec     Verb = "PrepareExec"
 	VerbLogsTail        Verb = "LogsTail"
 	VerbRemove          Verb = "Remove"
 	VerbRename          Verb = "Rename"
@@ -54,7 +55,7 @@ const (
 var ops = map[Verb]string{
 	VerbPing: "ping", VerbImagePresent: "image inspect", VerbPullImage: "pull",
 	VerbCreateContainer: "create", VerbInspect: "inspect", VerbList: "list",
-	VerbExec: "exec", VerbLogsTail: "logs", VerbRemove: "remove", VerbRename: "rename", VerbEvents: "events",
+	VerbExec: "exec", VerbPrepareExec: "exec", VerbLogsTail: "logs", VerbRemove: "remove", VerbRename: "rename", VerbEvents: "events",
 	VerbHostIdentity: "host identity", VerbPlantIdentity: "plant host identity",
 }
 

@@ -1,0 +1,25 @@
+package dockerdriver
+
+import (
+	"fmt"
+	"maps"
+	"regexp"
+	"slices"
+	"strings"
+)
+
+var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// CheckHeldEnv says why env cannot be given to a PreparedExec's Run: a name a
+// shell cannot assign, or a value with a NUL byte (no environment holds one).
+func CheckHeldEnv(env map[string]string) error {
+	for _, k := range slices.Sorted(maps.Keys(env)) {
+		if !envName.MatchString(k) {
+			return fmt.Errorf("environment variable name %q: want letters, digits and _, not first a digit", k)
+		}
+		if strings.ContainsRune(env[k], 0) {
+			return fmt.Errorf("environment variable %s holds a NUL byte", k)
+		}
+	}
+	return nil
+}
