@@ -120,7 +120,7 @@ func (p *PoolReconciler) fill(ctx context.Context, pool *sandboxv1.SandboxPool) 
 	}
 	p.probeStarting(ctx, class, key, ms)
 	created, err := p.create(ctx, pool, key, ms)
-	p.offer(pool, class, key, ms)
+	p.offer(ctx, pool, class, key, ms)
 	setPoolStatus(pool, ms, created)
 	if err != nil {
 		poolDockerDown(pool, err)

@@ -72,8 +72,9 @@ func (p *PoolReconciler) createMember(ctx context.Context, pool *sandboxv1.Sandb
 	return err
 }
 
-// offer hands the ready members to claims, oldest first.
-func (p *PoolReconciler) offer(pool *sandboxv1.SandboxPool, class host.Service, key []byte, ms poolMembers) {
+// offer hands the ready members to claims, oldest first, their rotations
+// prepared.
+func (p *PoolReconciler) offer(ctx context.Context, pool *sandboxv1.SandboxPool, class host.Service, key []byte, ms poolMembers) {
 	ready := slices.Clone(ms.ready)
 	slices.SortFunc(ready, func(a, b dd.ContainerSummary) int { return a.CreatedAt.Compare(b.CreatedAt) })
 	offered := make([]host.Member, 0, len(ready))
@@ -82,5 +83,5 @@ func (p *PoolReconciler) offer(pool *sandboxv1.SandboxPool, class host.Service, 
 			PoolUID: string(pool.UID), Class: class.Container.Labels[host.LabelClass],
 			Password: derivePassword(key, c.Labels[host.LabelMember]), Address: p.address(c.ID)})
 	}
-	p.host.Warm().Offer(string(pool.UID), offered)
+	p.host.Offer(ctx, string(pool.UID), class.Engine, offered)
 }

@@ -45,7 +45,7 @@ func (p *PoolReconciler) class(ctx context.Context, pool *sandboxv1.SandboxPool,
 	if err != nil {
 		return svc, err
 	}
-	if svc.Engine.Rotate("a", "b", "c").Argv == nil {
+	if svc.Engine.Rotate("c").Argv == nil {
 		return svc, fmt.Errorf("%s cannot be pooled: its password cannot be rotated at claim", svc.Engine.Name())
 	}
 	svc.Container.Aliases = nil

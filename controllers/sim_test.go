@@ -2,10 +2,13 @@ package controllers_test
 
 import (
 	"context"
+	"errors"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	dd "github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver"
 	"github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver/fake"
@@ -132,6 +135,40 @@ func (s *engineSim) Exec(ctx context.Context, id string, spec dd.ExecSpec) (dd.E
 	}
 	return res, nil
 }
+
+// PrepareExec holds the command as the fake does; its Run goes through Exec,
+// with the environment it brings.
+func (s *engineSim) PrepareExec(ctx context.Context, id string, spec dd.ExecSpec) (dd.PreparedExec, error) {
+	p, err := s.Driver.PrepareExec(ctx, id, spec)
+	if err != nil {
+		return nil, err
+	}
+	return &simPrepared{s: s, id: id, spec: spec, held: p}, nil
+}
+
+type simPrepared struct {
+	s    *engineSim
+	id   string
+	spec dd.ExecSpec
+	held dd.PreparedExec
+	ran  atomic.Bool
+}
+
+func (p *simPrepared) Run(ctx context.Context, env map[string]string) (dd.ExecResult, error) {
+	p.held.Close()
+	if p.ran.Swap(true) {
+		return dd.ExecResult{}, dd.NewError("exec", p.id, dd.ErrInvalid, errors.New("a prepared exec runs once"))
+	}
+	spec := p.spec
+	spec.Env = maps.Clone(spec.Env)
+	if spec.Env == nil {
+		spec.Env = map[string]string{}
+	}
+	maps.Copy(spec.Env, env)
+	return p.s.Exec(ctx, p.id, spec)
+}
+
+func (p *simPrepared) Close() { p.held.Close() }
 
 var denied = dd.ExecResult{ExitCode: 2, Stderr: "authentication failed"}
 

@@ -29,7 +29,12 @@ while IFS= read -r l; do
 	fi
 	s="$s$l$nl"
 done
+echo "` + heldNotRun + `" >&2
 exit 125`
+
+// heldNotRun is what holdScript says when its stdin closes before the
+// environment arrived (the connection broke): the command did not run.
+const heldNotRun = "held exec: stdin closed before the environment arrived; not run"
 
 // PrepareExec: see Driver. The exec is created and started at once (what costs
 // an exec start), as a shell that reads the environment from stdin.
@@ -100,7 +105,10 @@ func (p *preparedExec) Run(ctx context.Context, env map[string]string) (ExecResu
 	}
 	res, err := p.d.waitExec(ectx, p.id, p.st)
 	p.st.att.Close()
-	if err == nil {
+	switch {
+	case err == nil && res.ExitCode == 125 && strings.Contains(res.Stderr, heldNotRun):
+		return ExecResult{}, NewError("exec", p.ref, ErrConflict, errors.New("the prepared command never ran: its connection to the daemon broke while it was held"))
+	case err == nil:
 		return res, nil
 	}
 	timedOut := ctx.Err() == nil && ectx.Err() == context.DeadlineExceeded

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -17,9 +18,11 @@ func TestHoldScript(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
+	var stderr bytes.Buffer
 	run := func(stdin []byte) (string, int) {
 		cmd := exec.Command("sh", "-c", holdScript, "sh", "sh", "-c", `printf '%s|%s|%s' "$A_SECRET" "$EMPTY" "$PLAIN"; touch ran`)
-		cmd.Dir, cmd.Stdin = dir, bytes.NewReader(stdin)
+		stderr.Reset()
+		cmd.Dir, cmd.Stdin, cmd.Stderr = dir, bytes.NewReader(stdin), &stderr
 		out, _ := cmd.Output()
 		return string(out), cmd.ProcessState.ExitCode()
 	}
@@ -30,7 +33,7 @@ func TestHoldScript(t *testing.T) {
 		t.Error("a value was run as a command")
 	}
 	_ = os.Remove(filepath.Join(dir, "ran"))
-	if _, code := run(input[:len(input)-2]); code != 125 {
+	if _, code := run(input[:len(input)-2]); code != 125 || !strings.Contains(stderr.String(), heldNotRun) {
 		t.Errorf("stdin closed before the end line: exit %d, want 125", code)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "ran")); err == nil {

@@ -53,9 +53,11 @@ type Engine interface {
 	// when a login with newPassword works afterwards. It is idempotent and safe to repeat after a crash at
 	// any point: it succeeds whether the service currently has oldPassword or already newPassword.
 	// It also rewrites the engine's secret files (Container().Secrets) to hold newPassword, so nothing in
-	// the container still carries the earlier password. Passwords travel in the exec's Env, never in argv.
+	// the container still carries the earlier password. The step holds no password: both, and the files'
+	// new content, are added to its environment at run time (RotateEnv), so that it can be prepared ahead
+	// in a warm member (dockerdriver.PrepareExec) and never shows them in argv.
 	// A Step with a nil Argv means the engine cannot rotate, and so cannot be pooled.
-	Rotate(oldPassword, newPassword, addr string) Step
+	Rotate(addr string) Step
 }
 
 // Images are an engine's light image and the kitchen-sink image any feature selects.

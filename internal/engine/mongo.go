@@ -99,8 +99,8 @@ if (login(env.NEW_PASSWORD).adminCommand({ping: 1}).ok !== 1) { throw new Error(
 
 // Rotate: see Engine. Note: each mongosh run boots Node.js, seconds of CPU on a
 // busy host, hence the longer timeout.
-func (m mongo) Rotate(oldPassword, newPassword, addr string) Step {
-	return rotateStep(m, "\tmongosh --nodb --quiet --eval '"+mongoRotateJS+"'", oldPassword, newPassword, addr, nil, 30*time.Second)
+func (m mongo) Rotate(addr string) Step {
+	return rotateStep(m, "\tmongosh --nodb --quiet --eval '"+mongoRotateJS+"'", addr, nil, 30*time.Second)
 }
 
 func (m mongo) uri(password, addr string) string {

@@ -127,8 +127,8 @@ const postgresRotate = `	lit=$(printf '%s' "$NEW_PASSWORD" | sed "s/'/''/g")
 	fi`
 
 // Rotate: see Engine.
-func (p postgres) Rotate(oldPassword, newPassword, addr string) Step {
-	return rotateStep(p, postgresRotate, oldPassword, newPassword, addr, map[string]string{"PGCONNECT_TIMEOUT": "3"}, 20*time.Second)
+func (p postgres) Rotate(addr string) Step {
+	return rotateStep(p, postgresRotate, addr, map[string]string{"PGCONNECT_TIMEOUT": "3"}, 20*time.Second)
 }
 
 // psql runs one statement as the sandbox user; the password travels in PGPASSWORD.

@@ -141,8 +141,8 @@ const redisRotate = `	set_pass() {
 		{ echo "a login with the new password failed" >&2; exit 1; }`
 
 // Rotate: see Engine.
-func (r redis) Rotate(oldPassword, newPassword, addr string) Step {
-	return rotateStep(r, redisRotate, oldPassword, newPassword, addr, nil, 10*time.Second)
+func (r redis) Rotate(addr string) Step {
+	return rotateStep(r, redisRotate, addr, nil, 10*time.Second)
 }
 
 func (r redis) cli(password, addr, expect string, args ...string) Step {

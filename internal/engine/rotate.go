@@ -49,18 +49,25 @@ echo ` + RotatedMarker + `
 `
 
 // rotateStep is the Rotate step of e: script is its engine part (see
-// rotateFramework), env adds what that part needs besides the passwords.
-// Note: the secret files are e's Container(newPassword).Secrets, so they hold
+// rotateFramework), env adds what that part needs besides the passwords. The
+// secret files it rewrites are named in argv; their content, as the passwords,
+// comes from RotateEnv.
+func rotateStep(e Engine, script, addr string, env map[string]string, timeout time.Duration) Step {
+	argv := []string{"sh", "-c", strings.Replace(rotateFramework, "@SERVICE@", script, 1), "rotate", addr, strconv.Itoa(e.Port())}
+	argv = append(argv, slices.Sorted(maps.Keys(e.Container("", nil).Secrets))...)
+	return Step{Argv: argv, Env: env, Timeout: timeout, Expect: RotatedMarker}
+}
+
+// RotateEnv is what e's Rotate step needs at run time to switch from
+// oldPassword to newPassword: the passwords, and the new content of the secret
+// files. Note: the files are e's Container(newPassword).Secrets, so they hold
 // exactly what a container made with newPassword would; that needs Secrets not to
 // depend on features (TestSecretsIgnoreFeatures).
-func rotateStep(e Engine, script, oldPassword, newPassword, addr string, env map[string]string, timeout time.Duration) Step {
+func RotateEnv(e Engine, oldPassword, newPassword string) map[string]string {
 	secrets := e.Container(newPassword, nil).Secrets
-	argv := []string{"sh", "-c", strings.Replace(rotateFramework, "@SERVICE@", script, 1), "rotate", addr, strconv.Itoa(e.Port())}
-	all := map[string]string{rotateOldEnv: oldPassword, rotateNewEnv: newPassword}
+	env := map[string]string{rotateOldEnv: oldPassword, rotateNewEnv: newPassword}
 	for i, path := range slices.Sorted(maps.Keys(secrets)) {
-		argv = append(argv, path)
-		all[rotateSecretEnv+strconv.Itoa(i)] = secrets[path]
+		env[rotateSecretEnv+strconv.Itoa(i)] = secrets[path]
 	}
-	maps.Copy(all, env)
-	return Step{Argv: argv, Env: all, Timeout: timeout, Expect: RotatedMarker}
+	return env
 }

@@ -3,6 +3,7 @@ package engine
 import (
 	"bytes"
 	"errors"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -103,7 +104,7 @@ func TestRotateScriptsWithFakeClients(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			passed, _ := runOnHost(t, tt.e.Rotate(oldPW, awkwardPassword, "10.0.0.2"), dir, tt.fake)
+			passed, _ := runOnHost(t, withEnv(tt.e.Rotate("10.0.0.2"), RotateEnv(tt.e, oldPW, awkwardPassword)), dir, tt.fake)
 			if passed != tt.pass {
 				t.Fatalf("passed %v, want %v", passed, tt.pass)
 			}
@@ -149,4 +150,14 @@ func TestMongoRotateScriptFitsInSingleQuotes(t *testing.T) {
 	if strings.Contains(mongoRotateJS, "'") {
 		t.Error("mongoRotateJS holds a single quote, which ends its sh quoting")
 	}
+}
+
+// withEnv is s with env added, as a run of a prepared exec gets it.
+func withEnv(s Step, env map[string]string) Step {
+	s.Env = maps.Clone(s.Env)
+	if s.Env == nil {
+		s.Env = map[string]string{}
+	}
+	maps.Copy(s.Env, env)
+	return s
 }

@@ -10,24 +10,25 @@ import (
 )
 
 // TestRotateKeepsPasswordsOutOfArgv: a Rotate exec's argv shows in process
-// listings; both passwords travel in its Env, and so does the new content of
-// every secret file, which argv names.
+// listings, and the step is prepared before the passwords are known; both
+// passwords come in RotateEnv, and so does the new content of every secret file,
+// which argv names.
 func TestRotateKeepsPasswordsOutOfArgv(t *testing.T) {
 	const oldPW, newPW, addr = "old-pw-0123456789", "new-pw-9876543210", "172.18.0.7"
 	for _, e := range engine.All() {
 		t.Run(e.Name(), func(t *testing.T) {
-			s := e.Rotate(oldPW, newPW, addr)
+			s := e.Rotate(addr)
 			if s.Argv == nil {
 				t.Fatal("no rotation: the engine could not be pooled")
 			}
 			argv := strings.Join(s.Argv, " ")
-			env := slices.Collect(maps.Values(s.Env))
+			env := slices.Collect(maps.Values(engine.RotateEnv(e, oldPW, newPW)))
 			for _, pw := range []string{oldPW, newPW} {
-				if strings.Contains(argv, pw) {
-					t.Errorf("argv carries a password: %s", argv)
+				if strings.Contains(argv, pw) || slices.Contains(slices.Collect(maps.Values(s.Env)), pw) {
+					t.Errorf("the step itself carries a password: %s %v", argv, s.Env)
 				}
 				if !slices.Contains(env, pw) {
-					t.Errorf("env does not carry %s: %v", pw, s.Env)
+					t.Errorf("RotateEnv does not carry %s", pw)
 				}
 			}
 			if !slices.Contains(s.Argv, addr) {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/roboco-sandbox/sandbox-controller/internal/chaosplant"
 	dd "github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver"
+	"github.com/roboco-sandbox/sandbox-controller/internal/engine"
 )
 
 // Claimable says whether a pool member can serve svc: one more DNS alias than
@@ -34,6 +35,7 @@ type Claimed struct {
 // member), then its password rotated to svc's and proven by a login, in one exec.
 // The caller records the claim before calling (see the README, Warm pools).
 func (h *Host) Claim(ctx context.Context, svc Service, m Member) (Claimed, error) {
+	defer h.warm.release(m.ID) // a rotation prepared ahead, when the claim ends before it runs
 	var out Claimed
 	err := h.driver.Rename(ctx, m.ID, svc.Container.Name)
 	if errors.As(err, &out.Taken) {
@@ -43,7 +45,7 @@ func (h *Host) Claim(ctx context.Context, svc Service, m Member) (Claimed, error
 		return out, fmt.Errorf("renaming pool member %s: %w", m.Name, err)
 	}
 	chaosplant.CrashAfter(chaosplant.AfterClaimRenamed)
-	if detail := h.Rotate(ctx, svc, m.ID, m.Password, m.Address); detail != "" {
+	if detail := h.rotate(ctx, svc, m.ID, m.Password, m.Address, h.warm.rotation(m.ID)); detail != "" {
 		return out, errors.New(detail)
 	}
 	chaosplant.CrashAfter(chaosplant.AfterClaimRotated)
@@ -55,8 +57,24 @@ func (h *Host) Claim(ctx context.Context, svc Service, m Member) (Claimed, error
 // and proves them, once or again (it is idempotent); it returns what went wrong,
 // or "".
 func (h *Host) Rotate(ctx context.Context, svc Service, id, memberPassword, addr string) string {
-	step := svc.Engine.Rotate(memberPassword, svc.Password, addr)
-	out, err := h.driver.Exec(ctx, id, dd.ExecSpec{Cmd: step.Argv, Env: step.Env, Timeout: step.Timeout})
+	return h.rotate(ctx, svc, id, memberPassword, addr, nil)
+}
+
+// rotate runs the rotation prepared ahead when there is one, else (or when it
+// broke before it ran: its connection dropped) one prepared now.
+func (h *Host) rotate(ctx context.Context, svc Service, id, memberPassword, addr string, ahead dd.PreparedExec) string {
+	env := engine.RotateEnv(svc.Engine, memberPassword, svc.Password)
+	step := svc.Engine.Rotate(addr)
+	out, err := dd.ExecResult{}, errors.New("no rotation prepared")
+	if ahead != nil {
+		out, err = ahead.Run(ctx, env)
+	}
+	if err != nil && !errors.Is(err, dd.ErrTimeout) {
+		var p dd.PreparedExec
+		if p, err = h.driver.PrepareExec(ctx, id, dd.ExecSpec{Cmd: step.Argv, Env: step.Env, Timeout: step.Timeout}); err == nil {
+			out, err = p.Run(ctx, env)
+		}
+	}
 	switch {
 	case err != nil:
 		return fmt.Sprintf("rotating the credentials of %s: %v", svc.Container.Name, err)
@@ -65,6 +83,19 @@ func (h *Host) Rotate(ctx context.Context, svc Service, id, memberPassword, addr
 			svc.Container.Name, out.ExitCode, LastLine(out.Stderr+"\n"+out.Stdout))
 	}
 	return ""
+}
+
+// Offer hands a pool's ready members to claims (see Warm.Offer) and prepares
+// the rotation of each that has none yet, so that a claim pays no exec start.
+// A member whose preparation fails is offered all the same: its claim prepares.
+func (h *Host) Offer(ctx context.Context, poolUID string, e engine.Engine, ms []Member) {
+	for _, m := range h.warm.Offer(poolUID, ms) {
+		step := e.Rotate(m.Address)
+		p, err := h.driver.PrepareExec(ctx, m.ID, dd.ExecSpec{Cmd: step.Argv, Env: step.Env, Timeout: step.Timeout})
+		if err == nil && !h.warm.prepared(poolUID, m.ID, p) {
+			p.Close()
+		}
+	}
 }
 
 // judgeClaimed judges a claimed member (it carries its pool's labels, not the

@@ -3,6 +3,8 @@ package host
 import (
 	"slices"
 	"sync"
+
+	dd "github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver"
 )
 
 // Member is a started pool member that answered its probe: what a claim takes.
@@ -26,23 +28,73 @@ type Warm struct {
 	mu    sync.Mutex
 	free  map[string][]Member // by pool UID, oldest first
 	taken map[string]string   // member ID → pool UID
+	// rotations are members' Rotate steps prepared ahead, by member ID, kept
+	// until a claim runs one or the member goes.
+	rotations map[string]dd.PreparedExec
 }
 
 // NewWarm is an empty index.
 func NewWarm() *Warm {
-	return &Warm{free: map[string][]Member{}, taken: map[string]string{}}
+	return &Warm{free: map[string][]Member{}, taken: map[string]string{}, rotations: map[string]dd.PreparedExec{}}
 }
 
-// Offer sets the claimable members of one pool, minus those already taken.
-func (w *Warm) Offer(poolUID string, ms []Member) {
+// Offer sets the claimable members of one pool, minus those already taken, and
+// returns those that have no rotation prepared yet.
+func (w *Warm) Offer(poolUID string, ms []Member) (unprepared []Member) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	ms = slices.DeleteFunc(slices.Clone(ms), func(m Member) bool { _, ok := w.taken[m.ID]; return ok })
+	for _, m := range w.free[poolUID] {
+		if !slices.ContainsFunc(ms, func(n Member) bool { return n.ID == m.ID }) {
+			w.dropRotation(m.ID)
+		}
+	}
+	for _, m := range ms {
+		if w.rotations[m.ID] == nil {
+			unprepared = append(unprepared, m)
+		}
+	}
 	if len(ms) == 0 {
 		delete(w.free, poolUID)
-		return
+		return nil
 	}
 	w.free[poolUID] = ms
+	return unprepared
+}
+
+// prepared keeps p as free member id's prepared rotation; false (p is the
+// caller's to close) when the member is no longer free or has one.
+func (w *Warm) prepared(poolUID, id string, p dd.PreparedExec) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.rotations[id] != nil || !slices.ContainsFunc(w.free[poolUID], func(m Member) bool { return m.ID == id }) {
+		return false
+	}
+	w.rotations[id] = p
+	return true
+}
+
+// rotation hands over member id's prepared rotation (nil: none).
+func (w *Warm) rotation(id string) dd.PreparedExec {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	p := w.rotations[id]
+	delete(w.rotations, id)
+	return p
+}
+
+// release closes member id's prepared rotation, if any: the member goes.
+func (w *Warm) release(id string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.dropRotation(id)
+}
+
+func (w *Warm) dropRotation(id string) {
+	if p := w.rotations[id]; p != nil {
+		p.Close()
+		delete(w.rotations, id)
+	}
 }
 
 // Take claims a member of class from the pools of namespace (only those named
@@ -79,6 +131,7 @@ func (w *Warm) Withdraw(poolUID, id string) bool {
 	if _, ok := w.taken[id]; ok {
 		return false
 	}
+	w.dropRotation(id)
 	w.free[poolUID] = slices.DeleteFunc(w.free[poolUID], func(m Member) bool { return m.ID == id })
 	if len(w.free[poolUID]) == 0 {
 		delete(w.free, poolUID)
@@ -101,7 +154,13 @@ func (w *Warm) Forget(poolUID string, present map[string]bool) {
 	defer w.mu.Unlock()
 	for id, uid := range w.taken {
 		if uid == poolUID && !present[id] {
+			w.dropRotation(id)
 			delete(w.taken, id)
+		}
+	}
+	for _, m := range w.free[poolUID] {
+		if !present[m.ID] {
+			w.dropRotation(m.ID)
 		}
 	}
 	if len(present) == 0 {
