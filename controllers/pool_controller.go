@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
@@ -218,6 +219,14 @@ func (p *PoolReconciler) SetupWithManager(mgr ctrl.Manager, refills int) error {
 	p.ready, p.failures = map[string]readyMember{}, map[types.UID]int{}
 	if p.Recorder == nil {
 		p.Recorder = bounded(mgr.GetEventRecorder("sandbox-controller"))
+	}
+	// The members' held rotations end with the manager, not with the process.
+	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		<-ctx.Done()
+		p.host.Warm().CloseAll()
+		return nil
+	})); err != nil {
+		return err
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&sandboxv1.SandboxPool{}).

@@ -155,6 +155,7 @@ type simPrepared struct {
 }
 
 func (p *simPrepared) Run(ctx context.Context, env map[string]string) (dd.ExecResult, error) {
+	held := p.held.Held()
 	p.held.Close()
 	if p.ran.Swap(true) {
 		return dd.ExecResult{}, dd.NewError("exec", p.id, dd.ErrInvalid, errors.New("a prepared exec runs once"))
@@ -165,8 +166,13 @@ func (p *simPrepared) Run(ctx context.Context, env map[string]string) (dd.ExecRe
 		spec.Env = map[string]string{}
 	}
 	maps.Copy(spec.Env, env)
+	if !held {
+		return dd.ExecResult{}, dd.NewError("exec", p.id, dd.ErrNotRun, errors.New("its held shell is gone"))
+	}
 	return p.s.Exec(ctx, p.id, spec)
 }
+
+func (p *simPrepared) Held() bool { return !p.ran.Load() && p.held.Held() }
 
 func (p *simPrepared) Close() { p.held.Close() }
 

@@ -16,25 +16,21 @@ import (
 
 // holdScript holds the command in "$@" until its environment arrives on stdin
 // (heldEnv's lines, then a line "."), then runs it in place of the shell, its
-// stdin /dev/null. When stdin closes first (Close), the command never runs.
+// stdin /dev/null. When stdin closes first (Close), the command never runs. Its
+// own variables start with heldPrefix, which CheckHeldEnv refuses.
 // Note: Run does not half-close stdin; proxies in front of a daemon may take that
 // for the end of the whole connection.
-const holdScript = `nl='
+const holdScript = `_held_nl='
 '
-s=
-while IFS= read -r l; do
-	if [ "$l" = . ]; then
-		eval "$s"
+_held_s=
+while IFS= read -r _held_l; do
+	if [ "$_held_l" = . ]; then
+		eval "$_held_s"
 		exec "$@" </dev/null
 	fi
-	s="$s$l$nl"
+	_held_s="$_held_s$_held_l$_held_nl"
 done
-echo "` + heldNotRun + `" >&2
 exit 125`
-
-// heldNotRun is what holdScript says when its stdin closes before the
-// environment arrived (the connection broke): the command did not run.
-const heldNotRun = "held exec: stdin closed before the environment arrived; not run"
 
 // PrepareExec: see Driver. The exec is created and started at once (what costs
 // an exec start), as a shell that reads the environment from stdin.
@@ -43,8 +39,12 @@ func (d *Docker) PrepareExec(ctx context.Context, nameOrID string, spec ExecSpec
 	if nameOrID == "" || len(spec.Cmd) == 0 {
 		return nil, NewError("exec", ref, ErrInvalid, errors.New("need a container and a command"))
 	}
+	// Note: the connection outlives ctx once attached (the hijack detaches it).
+	ctx, cancel, expired := Bound(ctx, d.opts.callTimeout)
+	defer cancel()
+	fail := func(err error) (PreparedExec, error) { return nil, expired(wrap("exec", ref, err), "exec", ref) }
 	if err := d.refuseBusy(ctx, nameOrID, ref); err != nil {
-		return nil, wrap("exec", ref, err)
+		return fail(err)
 	}
 	created, err := d.cli.ExecCreate(ctx, nameOrID, client.ExecCreateOptions{
 		Cmd:          append([]string{"sh", "-c", holdScript, "sh"}, spec.Cmd...),
@@ -54,11 +54,11 @@ func (d *Docker) PrepareExec(ctx context.Context, nameOrID string, spec ExecSpec
 		AttachStderr: true,
 	})
 	if err != nil {
-		return nil, wrap("exec", ref, err)
+		return fail(err)
 	}
 	st, err := d.attachExec(ctx, created.ID, cmp.Or(spec.OutputLimit, DefaultOutputLimit))
 	if err != nil {
-		return nil, wrap("exec", ref, err)
+		return fail(err)
 	}
 	return &preparedExec{d: d, nameOrID: nameOrID, ref: ref, program: spec.Cmd[0], id: created.ID,
 		timeout: cmp.Or(spec.Timeout, DefaultExecTimeout), st: st}, nil
@@ -90,8 +90,19 @@ func (p *preparedExec) Run(ctx context.Context, env map[string]string) (ExecResu
 	}
 	input, err := heldEnv(env)
 	if err != nil {
+		err = NewError("exec", p.ref, ErrInvalid, err)
+	} else {
+		err = ctx.Err()
+	}
+	if err == nil {
+		err = p.d.refuseBusy(ctx, p.nameOrID, p.ref)
+	}
+	if err == nil && p.ended() {
+		err = NewError("exec", p.ref, ErrNotRun, errors.New("its held shell is gone (the connection broke or the container stopped)"))
+	}
+	if err != nil {
 		p.st.att.Close()
-		return ExecResult{}, NewError("exec", p.ref, ErrInvalid, err)
+		return ExecResult{}, wrap("exec", p.ref, err)
 	}
 	ectx, cancel := context.WithTimeout(ctx, p.timeout)
 	defer cancel()
@@ -99,16 +110,12 @@ func (p *preparedExec) Run(ctx context.Context, env map[string]string) (ExecResu
 		_ = p.st.att.Conn.SetWriteDeadline(dl)
 	}
 	if _, err = p.st.att.Conn.Write(input); err != nil {
-		// Note: the held shell is gone (its container stopped, the connection broke).
 		p.st.att.Close()
-		return ExecResult{}, wrap("exec", p.ref, err)
+		return ExecResult{}, NewError("exec", p.ref, ErrNotRun, err)
 	}
 	res, err := p.d.waitExec(ectx, p.id, p.st)
 	p.st.att.Close()
-	switch {
-	case err == nil && res.ExitCode == 125 && strings.Contains(res.Stderr, heldNotRun):
-		return ExecResult{}, NewError("exec", p.ref, ErrConflict, errors.New("the prepared command never ran: its connection to the daemon broke while it was held"))
-	case err == nil:
+	if err == nil {
 		return res, nil
 	}
 	timedOut := ctx.Err() == nil && ectx.Err() == context.DeadlineExceeded
@@ -123,6 +130,26 @@ func (p *preparedExec) Run(ctx context.Context, env map[string]string) (ExecResu
 	return ExecResult{}, wrap("exec", p.ref, err)
 }
 
+// ended says the held shell's output stream has ended: it is gone. The copy's
+// result is put back for waitExec.
+func (p *preparedExec) ended() bool {
+	select {
+	case err := <-p.st.copied:
+		p.st.copied <- err
+		return true
+	default:
+		return false
+	}
+}
+
+// Held: see PreparedExec.
+func (p *preparedExec) Held() bool {
+	p.mu.Lock()
+	used := p.used
+	p.mu.Unlock()
+	return !used && !p.ended()
+}
+
 // Close: see PreparedExec. Closing the connection closes the shell's stdin.
 func (p *preparedExec) Close() {
 	if p.take() {
@@ -131,7 +158,7 @@ func (p *preparedExec) Close() {
 }
 
 // heldEnv encodes env for holdScript: a line `export NAME='value'` each, every
-// newline in a value written as '"$nl"' so that no value spans lines, then ".".
+// newline in a value written as '"$_held_nl"' so that no value spans lines, then ".".
 func heldEnv(env map[string]string) ([]byte, error) {
 	if err := CheckHeldEnv(env); err != nil {
 		return nil, err
@@ -139,7 +166,7 @@ func heldEnv(env map[string]string) ([]byte, error) {
 	var b strings.Builder
 	for _, k := range slices.Sorted(maps.Keys(env)) {
 		v := strings.ReplaceAll(env[k], "'", `'\''`)
-		v = strings.ReplaceAll(v, "\n", `'"$nl"'`)
+		v = strings.ReplaceAll(v, "\n", `'"$_held_nl"'`)
 		fmt.Fprintf(&b, "export %s='%s'\n", k, v)
 	}
 	b.WriteString(".\n")

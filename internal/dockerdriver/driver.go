@@ -55,7 +55,8 @@ type Driver interface {
 	Exec(ctx context.Context, nameOrID string, spec ExecSpec) (ExecResult, error)
 	// PrepareExec starts spec.Cmd in a running container but holds it back
 	// until Run gives it the rest of its environment, so that a caller in a
-	// hurry later pays no exec start. See PreparedExec.
+	// hurry later pays no exec start. See PreparedExec. The start itself is
+	// bounded by the driver's call deadline.
 	PrepareExec(ctx context.Context, nameOrID string, spec ExecSpec) (PreparedExec, error)
 	// LogsTail returns the last lines of the container's stdout and stderr.
 	LogsTail(ctx context.Context, nameOrID string, lines int) (string, error)
@@ -151,8 +152,13 @@ type ExecSpec struct {
 type PreparedExec interface {
 	// Run adds env to the command's environment, lets it run and waits for it,
 	// as Exec does; the spec's Timeout counts from Run. It runs once: a second
-	// call is an ErrInvalid error.
+	// call is an ErrInvalid error. When the held command can no longer run (its
+	// connection broke, its container stopped) the error is ErrNotRun; an exec
+	// left running in the container refuses it as Exec is refused (ErrBusy).
 	Run(ctx context.Context, env map[string]string) (ExecResult, error)
+	// Held says the command still waits for Run: it was neither run, closed,
+	// nor lost with its connection or container.
+	Held() bool
 	// Close abandons a command that has not run: it ends without running.
 	// It is harmless after Run, and may be called more than once.
 	Close()

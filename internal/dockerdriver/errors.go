@@ -31,6 +31,9 @@ var (
 	// leave). The container stays, dead, and every removal fails the same way
 	// until what holds the mount lets go; a rename still works.
 	ErrRemovalStuck = errors.New("removal stuck")
+	// ErrNotRun: a prepared exec's command never ran (its held shell was gone:
+	// the connection broke, the container stopped); preparing another is safe.
+	ErrNotRun = errors.New("not run")
 )
 
 // Error is what every verb returns on failure: what was being done (Op), to

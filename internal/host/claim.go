@@ -32,7 +32,8 @@ type Claimed struct {
 
 // Claim makes member m serve svc: renamed to the service's container name
 // (atomic, and Docker keeps names unique, so no two Sandboxes can hold one
-// member), then its password rotated to svc's and proven by a login, in one exec.
+// member), then its password rotated to svc's and proven by a login: the
+// rotation prepared when the member was offered, or one prepared now.
 // The caller records the claim before calling (see the README, Warm pools).
 func (h *Host) Claim(ctx context.Context, svc Service, m Member) (Claimed, error) {
 	defer h.warm.release(m.ID) // a rotation prepared ahead, when the claim ends before it runs
@@ -61,15 +62,15 @@ func (h *Host) Rotate(ctx context.Context, svc Service, id, memberPassword, addr
 }
 
 // rotate runs the rotation prepared ahead when there is one, else (or when it
-// broke before it ran: its connection dropped) one prepared now.
+// never ran: its connection dropped) one prepared now.
 func (h *Host) rotate(ctx context.Context, svc Service, id, memberPassword, addr string, ahead dd.PreparedExec) string {
 	env := engine.RotateEnv(svc.Engine, memberPassword, svc.Password)
 	step := svc.Engine.Rotate(addr)
-	out, err := dd.ExecResult{}, errors.New("no rotation prepared")
+	out, err := dd.ExecResult{}, dd.ErrNotRun
 	if ahead != nil {
 		out, err = ahead.Run(ctx, env)
 	}
-	if err != nil && !errors.Is(err, dd.ErrTimeout) {
+	if errors.Is(err, dd.ErrNotRun) {
 		var p dd.PreparedExec
 		if p, err = h.driver.PrepareExec(ctx, id, dd.ExecSpec{Cmd: step.Argv, Env: step.Env, Timeout: step.Timeout}); err == nil {
 			out, err = p.Run(ctx, env)
@@ -86,7 +87,7 @@ func (h *Host) rotate(ctx context.Context, svc Service, id, memberPassword, addr
 }
 
 // Offer hands a pool's ready members to claims (see Warm.Offer) and prepares
-// the rotation of each that has none yet, so that a claim pays no exec start.
+// the rotation of each that has none held, so that a claim pays no exec start.
 // A member whose preparation fails is offered all the same: its claim prepares.
 func (h *Host) Offer(ctx context.Context, poolUID string, e engine.Engine, ms []Member) {
 	for _, m := range h.warm.Offer(poolUID, ms) {

@@ -57,14 +57,24 @@ func TestClaimRunsTheRotationPreparedAhead(t *testing.T) {
 	t.Run("broken before it ran", func(t *testing.T) {
 		h, f := newHost()
 		defer f.OnExec(fake.ExecRule{Result: dd.ExecResult{Stdout: "sandbox-rotated\n"}})()
-		offerMember(t, h, f, svc, "sandboxpool-b")
-		f.Inject(fake.Fault{Verb: fake.VerbExec, Err: dd.ErrConflict, Times: 1})
+		member := offerMember(t, h, f, svc, "sandboxpool-b")
+		f.BreakHeldExecs(member.ID)
 		m, _ := h.Warm().Take("ns", "class", nil)
 		if _, err := h.Claim(ctx, svc, m); err != nil {
 			t.Fatalf("Claim: %v", err)
 		}
 		if p := f.Calls(fake.VerbPrepareExec); p != 2 {
 			t.Errorf("%d rotations prepared, want the broken one and another", p)
+		}
+	})
+
+	t.Run("lost while offered", func(t *testing.T) {
+		h, f := newHost()
+		member := offerMember(t, h, f, svc, "sandboxpool-c")
+		f.BreakHeldExecs(member.ID)
+		h.Offer(ctx, "pool-uid", svc.Engine, []host.Member{member})
+		if p := f.Calls(fake.VerbPrepareExec); p != 2 {
+			t.Errorf("%d rotations prepared, want the lost one replaced when offered again", p)
 		}
 	})
 }

@@ -50,7 +50,8 @@ func (w *Warm) Offer(poolUID string, ms []Member) (unprepared []Member) {
 		}
 	}
 	for _, m := range ms {
-		if w.rotations[m.ID] == nil {
+		if p := w.rotations[m.ID]; p == nil || !p.Held() {
+			w.dropRotation(m.ID)
 			unprepared = append(unprepared, m)
 		}
 	}
@@ -81,6 +82,15 @@ func (w *Warm) rotation(id string) dd.PreparedExec {
 	p := w.rotations[id]
 	delete(w.rotations, id)
 	return p
+}
+
+// CloseAll closes every prepared rotation: the manager stops.
+func (w *Warm) CloseAll() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for id := range w.rotations {
+		w.dropRotation(id)
+	}
 }
 
 // release closes member id's prepared rotation, if any: the member goes.

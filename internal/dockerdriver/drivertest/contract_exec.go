@@ -177,6 +177,24 @@ func (c contract) preparedExec(t *testing.T) {
 		}
 	})
 
+	t.Run("its container gone", func(t *testing.T) {
+		gone := spec(env, "exec-prepared-gone", Script{Sleep: Forever})
+		mustCreate(t, ctx, d, gone)
+		p, err := d.PrepareExec(ctx, gone.Name, dd.ExecSpec{Cmd: quick})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !p.Held() {
+			t.Error("a prepared exec not run is not held")
+		}
+		if err := d.Remove(ctx, gone.Name, time.Second); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, 10*time.Second, "the exec no longer held", func() (bool, string) { return !p.Held(), "held" })
+		_, err = p.Run(ctx, nil)
+		wantKind(t, err, dd.ErrNotRun)
+	})
+
 	t.Run("bad variable name", func(t *testing.T) {
 		p, err := d.PrepareExec(ctx, s.Name, dd.ExecSpec{Cmd: quick})
 		if err != nil {

@@ -116,6 +116,7 @@ type Driver struct {
 	eventsDropped bool
 	faults        []*fault
 	execRules     []*execRule
+	held          []*prepared // prepared execs not run or closed yet
 	calls         map[Verb]int
 	nextIP        int
 	// daemonID and hostName are what the daemon says of itself; markers are the

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"sync"
 
 	dd "github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver"
@@ -34,15 +35,38 @@ func (f *Driver) PrepareExec(ctx context.Context, nameOrID string, spec dd.ExecS
 		l := f.lingeringIn(c)
 		return nil, dd.BusyError(ref, nameOrID, l.cmd[0], l.why)
 	}
-	return &prepared{f: f, nameOrID: nameOrID, ref: ref, spec: spec}, nil
+	p := &prepared{f: f, nameOrID: nameOrID, ref: ref, spec: spec, containerID: c.c.ID}
+	f.held = append(f.held, p)
+	return p, nil
+}
+
+// BreakHeldExecs makes the execs prepared in a container lose their held shell,
+// as a dropped connection to the daemon does: they no longer run.
+func (f *Driver) BreakHeldExecs(nameOrID string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	c := f.resolve(nameOrID)
+	for _, p := range f.held {
+		if c != nil && p.containerID == c.c.ID {
+			p.broken = true
+		}
+	}
+}
+
+// lost says p's held shell is gone: broken, or its container no longer runs.
+// Callers hold f.mu.
+func (f *Driver) lost(p *prepared) bool {
+	c := f.resolve(p.containerID)
+	return p.broken || c == nil || c.c.State != dd.StateRunning
 }
 
 type prepared struct {
-	f             *Driver
-	nameOrID, ref string
-	spec          dd.ExecSpec
-	mu            sync.Mutex
-	used          bool
+	f                          *Driver
+	nameOrID, ref, containerID string
+	spec                       dd.ExecSpec
+	broken                     bool // under f.mu
+	mu                         sync.Mutex
+	used                       bool
 }
 
 func (p *prepared) take() bool {
@@ -61,6 +85,16 @@ func (p *prepared) Run(ctx context.Context, env map[string]string) (dd.ExecResul
 	if err := dd.CheckHeldEnv(env); err != nil {
 		return dd.ExecResult{}, dd.NewError("exec", p.ref, dd.ErrInvalid, err)
 	}
+	if err := ctx.Err(); err != nil {
+		return dd.ExecResult{}, dd.NewError("exec", p.ref, kindOfCtx(err), err)
+	}
+	p.f.mu.Lock()
+	lost := p.f.lost(p)
+	p.f.held = slices.DeleteFunc(p.f.held, func(q *prepared) bool { return q == p })
+	p.f.mu.Unlock()
+	if lost {
+		return dd.ExecResult{}, dd.NewError("exec", p.ref, dd.ErrNotRun, errors.New("its held shell is gone (the connection broke or the container stopped)"))
+	}
 	spec := p.spec
 	spec.Env = maps.Clone(spec.Env)
 	if spec.Env == nil {
@@ -70,5 +104,21 @@ func (p *prepared) Run(ctx context.Context, env map[string]string) (dd.ExecResul
 	return p.f.execute(ctx, p.nameOrID, p.ref, spec)
 }
 
+// Held: see dd.PreparedExec.
+func (p *prepared) Held() bool {
+	p.mu.Lock()
+	used := p.used
+	p.mu.Unlock()
+	p.f.mu.Lock()
+	defer p.f.mu.Unlock()
+	return !used && !p.f.lost(p)
+}
+
 // Close: see dd.PreparedExec.
-func (p *prepared) Close() { p.take() }
+func (p *prepared) Close() {
+	if p.take() {
+		p.f.mu.Lock()
+		p.f.held = slices.DeleteFunc(p.f.held, func(q *prepared) bool { return q == p })
+		p.f.mu.Unlock()
+	}
+}
