@@ -42,7 +42,7 @@ func TestChaosOutage(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.h.startStoppedOwners(ctx)
-	back := &cycle{n: 1, fault: faultDockerd, start: time.Now(), cause: cause{all: true, sandboxes: map[string]bool{}, services: map[string]bool{}}}
+	back := &cycle{n: 1, fault: faultDockerd, start: time.Now(), deletes: r.w.deletes(), cause: cause{all: true, sandboxes: map[string]bool{}, services: map[string]bool{}}}
 	r.stats.injected[faultDockerd]++
 	r.check(ctx, back)
 	t.Logf("Docker calls per idle Sandbox per minute with the daemon down (%d Sandboxes, minute by minute): %s", n, strings.Join(rates, ", "))

@@ -64,6 +64,8 @@ type cycle struct {
 	target string
 	cause  cause
 	start  time.Time
+	// deletes is the workload's answered deletes when the cycle began.
+	deletes int
 }
 
 type stats struct {
@@ -96,7 +98,7 @@ func (r *run) execute(ctx context.Context) []violation {
 	wg.Go(func() { r.sampler.run(runCtx, r.h, r.instance) })
 	defer func() { stop(); wg.Wait() }()
 
-	warm := &cycle{n: 0, fault: "none (warm-up)", start: time.Now(),
+	warm := &cycle{n: 0, fault: "none (warm-up)", start: time.Now(), deletes: r.w.deletes(),
 		cause: cause{sandboxes: map[string]bool{}, services: map[string]bool{}}}
 	r.mu.Lock()
 	r.cycle = warm
@@ -108,7 +110,7 @@ func (r *run) execute(ctx context.Context) []violation {
 		if ctx.Err() != nil {
 			break
 		}
-		c := &cycle{n: i + 1, fault: kind, start: time.Now(),
+		c := &cycle{n: i + 1, fault: kind, start: time.Now(), deletes: r.w.deletes(),
 			cause: cause{sandboxes: map[string]bool{}, services: map[string]bool{}}}
 		r.mu.Lock()
 		r.cycle = c
@@ -229,7 +231,10 @@ func (r *run) checkPasswords(ctx context.Context, c *cycle) {
 }
 
 // checkHotLoop: per cycle, no container created more than hotCreates times, and
-// no more than hotRate Docker calls per live Sandbox per minute.
+// no more than hotRate Docker calls per Sandbox per minute, counting every
+// Sandbox the cycle saw (those deleted in it too: their teardown is in the count).
+// A cycle shorter than a minute is judged by its calls over a whole minute: a
+// burst of creates is no loop, and scaling it up to a rate would call it one.
 func (r *run) checkHotLoop(c *cycle) {
 	calls, creates := r.h.proxy.take()
 	for name, n := range creates {
@@ -237,8 +242,8 @@ func (r *run) checkHotLoop(c *cycle) {
 			r.violate(invHotLoop, fmt.Sprintf("container %s created %d times in one cycle", name, n))
 		}
 	}
-	live := max(1, len(r.w.records()))
-	rate := float64(work(calls)) / time.Since(c.start).Minutes() / float64(live)
+	live := max(1, len(r.w.records())+r.w.deletes()-c.deletes)
+	rate := float64(work(calls)) / max(time.Since(c.start), time.Minute).Minutes() / float64(live)
 	r.stats.worstRate = max(r.stats.worstRate, rate)
 	if rate > hotRate {
 		r.violate(invHotLoop, fmt.Sprintf("%.0f Docker calls per Sandbox per minute (bound %d): %s", rate, hotRate, topCalls(calls)))

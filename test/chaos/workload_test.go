@@ -75,16 +75,26 @@ func (w *workload) step(ctx context.Context) {
 	w.mu.Lock()
 	n := len(w.live)
 	w.mu.Unlock()
+	// Note: the population stays within [minLive, maxLive]; with the two equal
+	// (the outage run) it stays put instead of churning.
+	grow, shrink := n < w.maxLive, n > w.minLive
 	switch {
-	case n < w.minLive:
+	case n < w.minLive || (grow && !shrink):
 		w.create(ctx)
-	case n >= w.maxLive:
+	case n > w.maxLive || (shrink && !grow):
 		w.remove(ctx)
-	case w.r.IntN(2) == 0:
+	case grow && w.r.IntN(2) == 0:
 		w.create(ctx)
-	default:
+	case shrink:
 		w.remove(ctx)
 	}
+}
+
+// deletes returns how many deletes were answered so far.
+func (w *workload) deletes() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.deleted
 }
 
 // create makes a Sandbox of one or two services; one in four follows an owner
