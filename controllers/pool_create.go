@@ -14,8 +14,14 @@ import (
 )
 
 // create makes up to the missing members, at most as many at once as the
-// refill slots allow; it returns how many it made.
+// refill slots allow; it returns how many it made. While a claim is in flight on
+// the host it makes none (the caller re-queues soon): a member's start competes
+// for the CPU the claim's rotation needs. A pool with no ready member left
+// refills at once, since its claims go cold anyway.
 func (p *PoolReconciler) create(ctx context.Context, pool *sandboxv1.SandboxPool, key []byte, ms poolMembers) (int, error) {
+	if len(ms.ready) > 0 && p.host.Warm().Claiming() {
+		return 0, nil
+	}
 	errs := make([]error, ms.missing)
 	var wg sync.WaitGroup
 	for i := range ms.missing {

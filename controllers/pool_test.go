@@ -3,6 +3,7 @@ package controllers_test
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -13,6 +14,7 @@ import (
 
 	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
 	dd "github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver"
+	"github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver/fake"
 	shost "github.com/roboco-sandbox/sandbox-controller/internal/host"
 )
 
@@ -98,6 +100,26 @@ var _ = Describe("Warm pools", func() {
 		Expect(redisPing(host, id, password)).To(Equal("PONG"))
 		Expect(redisPing(host, id, before[id])).To(ContainSubstring("NOAUTH"), "the member's earlier password still opens it")
 
+		Eventually(poolCounts(pool)).Should(Equal([3]int64{2, 2, 1}))
+	})
+
+	It("holds its refill while a claim's rotation runs, and refills once it is done", func() {
+		pool := newPool(ns, "redis", "redis", 2)
+		Expect(k8sClient.Create(ctx, pool)).To(Succeed())
+		Eventually(poolCounts(pool)).Should(Equal([3]int64{2, 2, 0}))
+		// Every exec in a member (the claim's rotation) takes a while, as a real
+		// one does when a refill's start competes with it for the CPU.
+		for _, m := range members(host, pool) {
+			DeferCleanup(host.Inject(fake.Fault{Verb: fake.VerbExec, Ref: m.ID, Delay: 1500 * time.Millisecond}))
+		}
+		creates := host.Calls(fake.VerbCreateContainer)
+
+		sb := newSandbox(ns, "held", "held-1", "redis")
+		Expect(k8sClient.Create(ctx, sb)).To(Succeed())
+		Consistently(func() int { return host.Calls(fake.VerbCreateContainer) - creates }, time.Second, 20*time.Millisecond).
+			Should(BeZero(), "a refill started while the claim was rotating")
+		got := waitReady(sb)
+		Expect(got.Annotations).To(HaveKey(sandboxv1.AnnotationClaimPrefix+"redis"), "not served by the pool")
 		Eventually(poolCounts(pool)).Should(Equal([3]int64{2, 2, 1}))
 	})
 

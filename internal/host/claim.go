@@ -37,6 +37,8 @@ type Claimed struct {
 // The caller records the claim before calling (see the README, Warm pools).
 func (h *Host) Claim(ctx context.Context, svc Service, m Member) (Claimed, error) {
 	defer h.warm.release(m.ID) // a rotation prepared ahead, when the claim ends before it runs
+	h.warm.claims.Add(1)
+	defer h.warm.claims.Add(-1)
 	var out Claimed
 	err := h.driver.Rename(ctx, m.ID, svc.Container.Name)
 	if errors.As(err, &out.Taken) {

@@ -3,6 +3,7 @@ package host
 import (
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	dd "github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver"
 )
@@ -31,7 +32,14 @@ type Warm struct {
 	// rotations are members' Rotate steps prepared ahead, by member ID, kept
 	// until a claim runs one or the member goes.
 	rotations map[string]dd.PreparedExec
+	// claims counts the claims in flight on the host; refills wait for them.
+	claims atomic.Int32
 }
+
+// Claiming says whether a claim is in flight on the host. A refill's start
+// (initdb for postgres) takes the CPU a claim's rotation needs, so refills wait
+// while one runs (see PoolReconciler.create).
+func (w *Warm) Claiming() bool { return w.claims.Load() > 0 }
 
 // NewWarm is an empty index.
 func NewWarm() *Warm {
