@@ -3,7 +3,6 @@ package controllers_test
 import (
 	"context"
 	"errors"
-	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -160,16 +159,10 @@ func (p *simPrepared) Run(ctx context.Context, env map[string]string) (dd.ExecRe
 	if p.ran.Swap(true) {
 		return dd.ExecResult{}, dd.NewError("exec", p.id, dd.ErrInvalid, errors.New("a prepared exec runs once"))
 	}
-	spec := p.spec
-	spec.Env = maps.Clone(spec.Env)
-	if spec.Env == nil {
-		spec.Env = map[string]string{}
-	}
-	maps.Copy(spec.Env, env)
 	if !held {
 		return dd.ExecResult{}, dd.NewError("exec", p.id, dd.ErrNotRun, errors.New("its held shell is gone"))
 	}
-	return p.s.Exec(ctx, p.id, spec)
+	return p.s.Exec(ctx, p.id, p.spec.WithEnv(env))
 }
 
 func (p *simPrepared) Held() bool { return !p.ran.Load() && p.held.Held() }

@@ -27,3 +27,15 @@ func CheckHeldEnv(env map[string]string) error {
 	}
 	return nil
 }
+
+// WithEnv is s with env added to its environment (env wins): what a prepared
+// exec runs once Run gives it the late variables.
+func (s ExecSpec) WithEnv(env map[string]string) ExecSpec {
+	merged := maps.Clone(s.Env)
+	if merged == nil {
+		merged = map[string]string{}
+	}
+	maps.Copy(merged, env)
+	s.Env = merged
+	return s
+}

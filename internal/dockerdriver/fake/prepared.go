@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 	"sync"
 
@@ -95,13 +94,7 @@ func (p *prepared) Run(ctx context.Context, env map[string]string) (dd.ExecResul
 	if lost {
 		return dd.ExecResult{}, dd.NewError("exec", p.ref, dd.ErrNotRun, errors.New("its held shell is gone (the connection broke or the container stopped)"))
 	}
-	spec := p.spec
-	spec.Env = maps.Clone(spec.Env)
-	if spec.Env == nil {
-		spec.Env = map[string]string{}
-	}
-	maps.Copy(spec.Env, env)
-	return p.f.execute(ctx, p.nameOrID, p.ref, spec)
+	return p.f.execute(ctx, p.nameOrID, p.ref, p.spec.WithEnv(env))
 }
 
 // Held: see dd.PreparedExec.
