@@ -123,6 +123,24 @@ var _ = Describe("Warm pools", func() {
 		Eventually(poolCounts(pool)).Should(Equal([3]int64{2, 2, 1}))
 	})
 
+	It("refills at once during a claim when the pool has no ready member left", func() {
+		pool := newPool(ns, "redis", "redis", 1)
+		Expect(k8sClient.Create(ctx, pool)).To(Succeed())
+		Eventually(poolCounts(pool)).Should(Equal([3]int64{1, 1, 0}))
+		for _, m := range members(host, pool) {
+			DeferCleanup(host.Inject(fake.Fault{Verb: fake.VerbExec, Ref: m.ID, Delay: 3 * time.Second}))
+		}
+		creates := host.Calls(fake.VerbCreateContainer)
+
+		sb := newSandbox(ns, "empty", "empty-1", "redis")
+		Expect(k8sClient.Create(ctx, sb)).To(Succeed())
+		Eventually(func() int { return host.Calls(fake.VerbCreateContainer) - creates }, 2*time.Second, 20*time.Millisecond).
+			Should(BeNumerically(">", 0), "the emptied pool did not refill")
+		Expect(sandboxv1.IsReady(get(sb))).To(BeFalse(), "the refill waited for the claim")
+		Expect(waitReady(sb).Annotations).To(HaveKey(sandboxv1.AnnotationClaimPrefix+"redis"), "not served by the pool")
+		Eventually(poolCounts(pool)).Should(Equal([3]int64{1, 1, 1}))
+	})
+
 	It("starts cold when the Sandbox opts out, or its class matches no pool", func() {
 		pool := newPool(ns, "redis", "redis", 1)
 		Expect(k8sClient.Create(ctx, pool)).To(Succeed())
