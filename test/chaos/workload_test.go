@@ -79,11 +79,7 @@ func (w *workload) step(ctx context.Context) {
 	// (the outage run) it stays put instead of churning.
 	grow, shrink := n < w.maxLive, n > w.minLive
 	switch {
-	case n < w.minLive || (grow && !shrink):
-		w.create(ctx)
-	case n > w.maxLive || (shrink && !grow):
-		w.remove(ctx)
-	case grow && w.r.IntN(2) == 0:
+	case grow && (!shrink || w.r.IntN(2) == 0):
 		w.create(ctx)
 	case shrink:
 		w.remove(ctx)
