@@ -60,6 +60,19 @@ func redisPing(host *engineSim, id, password string) string {
 	return strings.TrimSpace(res.Stdout)
 }
 
+// slowPool makes a full redis pool of n whose members take delay over every
+// exec (a claim's rotation among them), as a real one does when a refill's start
+// competes with it for the CPU.
+func slowPool(host *engineSim, ns string, n int32, delay time.Duration) *sandboxv1.SandboxPool {
+	pool := newPool(ns, "redis", "redis", n)
+	ExpectWithOffset(1, k8sClient.Create(ctx, pool)).To(Succeed())
+	EventuallyWithOffset(1, poolCounts(pool)).Should(Equal([3]int64{int64(n), int64(n), 0}))
+	for _, m := range members(host, pool) {
+		DeferCleanup(host.Inject(fake.Fault{Verb: fake.VerbExec, Ref: m.ID, Delay: delay}))
+	}
+	return pool
+}
+
 var _ = Describe("Warm pools", func() {
 	var (
 		host *engineSim
@@ -104,14 +117,7 @@ var _ = Describe("Warm pools", func() {
 	})
 
 	It("holds its refill while a claim's rotation runs, and refills once it is done", func() {
-		pool := newPool(ns, "redis", "redis", 2)
-		Expect(k8sClient.Create(ctx, pool)).To(Succeed())
-		Eventually(poolCounts(pool)).Should(Equal([3]int64{2, 2, 0}))
-		// Every exec in a member (the claim's rotation) takes a while, as a real
-		// one does when a refill's start competes with it for the CPU.
-		for _, m := range members(host, pool) {
-			DeferCleanup(host.Inject(fake.Fault{Verb: fake.VerbExec, Ref: m.ID, Delay: 1500 * time.Millisecond}))
-		}
+		pool := slowPool(host, ns, 2, 1500*time.Millisecond)
 		creates := host.Calls(fake.VerbCreateContainer)
 
 		sb := newSandbox(ns, "held", "held-1", "redis")
@@ -124,12 +130,7 @@ var _ = Describe("Warm pools", func() {
 	})
 
 	It("refills at once during a claim when the pool has no ready member left", func() {
-		pool := newPool(ns, "redis", "redis", 1)
-		Expect(k8sClient.Create(ctx, pool)).To(Succeed())
-		Eventually(poolCounts(pool)).Should(Equal([3]int64{1, 1, 0}))
-		for _, m := range members(host, pool) {
-			DeferCleanup(host.Inject(fake.Fault{Verb: fake.VerbExec, Ref: m.ID, Delay: 3 * time.Second}))
-		}
+		pool := slowPool(host, ns, 1, 3*time.Second)
 		creates := host.Calls(fake.VerbCreateContainer)
 
 		sb := newSandbox(ns, "empty", "empty-1", "redis")
