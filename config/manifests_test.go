@@ -122,6 +122,7 @@ func TestDefaultHasEverything(t *testing.T) {
 		"ClusterRole/sandbox-controller-sandbox-viewer",
 		"ClusterRoleBinding/sandbox-controller-manager-rolebinding",
 		"ClusterRoleBinding/sandbox-controller-metrics-auth-rolebinding",
+		"CustomResourceDefinition/dockerhosts.sandbox.roboco.io",
 		"CustomResourceDefinition/sandboxes.sandbox.roboco.io",
 		"CustomResourceDefinition/sandboxpools.sandbox.roboco.io",
 		"Deployment/sandbox-controller-controller-manager",

@@ -23,7 +23,7 @@ var (
 )
 
 func addKnownTypes(s *runtime.Scheme) error {
-	s.AddKnownTypes(GroupVersion, &Sandbox{}, &SandboxList{}, &SandboxPool{}, &SandboxPoolList{})
+	s.AddKnownTypes(GroupVersion, &Sandbox{}, &SandboxList{}, &SandboxPool{}, &SandboxPoolList{}, &DockerHost{}, &DockerHostList{})
 	metav1.AddToGroupVersion(s, GroupVersion)
 	return nil
 }

@@ -29,6 +29,7 @@ const (
 
 // SandboxSpec is what the agent (or its orchestrator) asks for.
 // +kubebuilder:validation:XValidation:rule="!has(self.owner) || !has(self.owner.policy) || self.owner.policy != 'None' || !has(self.owner.containerName)",message="owner.containerName must be empty when owner.policy is None"
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.dockerHost) || (has(self.dockerHost) && self.dockerHost == oldSelf.dockerHost)",message="dockerHost is immutable once set: delete the object and create it anew to move it to another host"
 type SandboxSpec struct {
 	// agentID identifies the agent the services are for. It names the containers
 	// (roboco-sandbox-<slug>-<agentID>) and, by default, the owner container.
@@ -88,6 +89,9 @@ type SandboxSpec struct {
 	// start cold (policy: Never). No match, or an empty pool, starts cold.
 	// +optional
 	Pools *PoolSelection `json:"pools,omitempty"`
+
+	// Placement is the DockerHost the object lives on, or how to choose one.
+	Placement `json:",inline"`
 }
 
 // UpdateStrategyType is OnDelete or RollingUpdate, as a StatefulSet's.

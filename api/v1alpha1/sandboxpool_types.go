@@ -5,6 +5,7 @@ import (
 )
 
 // SandboxPoolSpec is how many warm members of one service class to keep.
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.dockerHost) || (has(self.dockerHost) && self.dockerHost == oldSelf.dockerHost)",message="dockerHost is immutable once set: delete the object and create it anew to move it to another host"
 type SandboxPoolSpec struct {
 	// replicas is how many started, probed, unclaimed members to keep. A claim
 	// takes one; the pool makes a new one in the background.
@@ -37,6 +38,9 @@ type SandboxPoolSpec struct {
 	// +kubebuilder:validation:MaxLength=32
 	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]+([.][0-9]+)?(ns|us|ms|s|m|h))+$') && duration(self) > duration('0s')",message="maxAge must be a positive duration such as 30m or 12h"
 	MaxAge *metav1.Duration `json:"maxAge,omitempty"`
+
+	// Placement is the DockerHost the object lives on, or how to choose one.
+	Placement `json:",inline"`
 }
 
 // SandboxPoolStatus is what the pool holds.

@@ -22,12 +22,30 @@ import (
 func ForKind(kind schema.GroupVersionKind) interface{} {
 	switch kind {
 	// Group=sandbox.roboco.io, Version=v1alpha1
+	case v1alpha1.SchemeGroupVersion.WithKind("Allocation"):
+		return &apiv1alpha1.AllocationApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("DaemonInfo"):
+		return &apiv1alpha1.DaemonInfoApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("DockerHost"):
+		return &apiv1alpha1.DockerHostApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("DockerHostCapacity"):
+		return &apiv1alpha1.DockerHostCapacityApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("DockerHostSpec"):
+		return &apiv1alpha1.DockerHostSpecApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("DockerHostState"):
+		return &apiv1alpha1.DockerHostStateApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("DockerHostStatus"):
 		return &apiv1alpha1.DockerHostStatusApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("DockerHostTLS"):
+		return &apiv1alpha1.DockerHostTLSApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("OwnerSpec"):
 		return &apiv1alpha1.OwnerSpecApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("Placement"):
+		return &apiv1alpha1.PlacementApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("PoolSelection"):
 		return &apiv1alpha1.PoolSelectionApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("Reservation"):
+		return &apiv1alpha1.ReservationApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("Sandbox"):
 		return &apiv1alpha1.SandboxApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("SandboxPool"):
@@ -40,6 +58,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &apiv1alpha1.SandboxSpecApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("SandboxStatus"):
 		return &apiv1alpha1.SandboxStatusApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("SecretReference"):
+		return &apiv1alpha1.SecretReferenceApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ServiceResources"):
 		return &apiv1alpha1.ServiceResourcesApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ServiceSpec"):

@@ -43,6 +43,8 @@ func (f *genericInformer) Lister() cache.GenericLister {
 func (f *sharedInformerFactory) ForResource(resource schema.GroupVersionResource) (GenericInformer, error) {
 	switch resource {
 	// Group=sandbox.roboco.io, Version=v1alpha1
+	case v1alpha1.SchemeGroupVersion.WithResource("dockerhosts"):
+		return &genericInformer{resource: resource.GroupResource(), informer: f.Sandbox().V1alpha1().DockerHosts().Informer()}, nil
 	case v1alpha1.SchemeGroupVersion.WithResource("sandboxes"):
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Sandbox().V1alpha1().Sandboxes().Informer()}, nil
 	case v1alpha1.SchemeGroupVersion.WithResource("sandboxpools"):

@@ -10,6 +10,7 @@ package v1alpha1
 
 import (
 	v1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	metav1 "k8s.io/client-go/applyconfigurations/meta/v1"
 )
 
 // SandboxPoolSpecApplyConfiguration represents a declarative configuration of the SandboxPoolSpec type for use
@@ -32,6 +33,8 @@ type SandboxPoolSpecApplyConfiguration struct {
 	// maxAge replaces an unclaimed member older than it (a positive duration such
 	// as 12h). Default: members are kept until claimed or outdated.
 	MaxAge *v1.Duration `json:"maxAge,omitempty"`
+	// Placement is the DockerHost the object lives on, or how to choose one.
+	PlacementApplyConfiguration `json:""`
 }
 
 // SandboxPoolSpecApplyConfiguration constructs a declarative configuration of the SandboxPoolSpec type for use with
@@ -69,5 +72,21 @@ func (b *SandboxPoolSpecApplyConfiguration) WithNetwork(value string) *SandboxPo
 // If called multiple times, the MaxAge field is set to the value of the last call.
 func (b *SandboxPoolSpecApplyConfiguration) WithMaxAge(value v1.Duration) *SandboxPoolSpecApplyConfiguration {
 	b.MaxAge = &value
+	return b
+}
+
+// WithDockerHost sets the DockerHost field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the DockerHost field is set to the value of the last call.
+func (b *SandboxPoolSpecApplyConfiguration) WithDockerHost(value string) *SandboxPoolSpecApplyConfiguration {
+	b.PlacementApplyConfiguration.DockerHost = &value
+	return b
+}
+
+// WithDockerHostSelector sets the DockerHostSelector field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the DockerHostSelector field is set to the value of the last call.
+func (b *SandboxPoolSpecApplyConfiguration) WithDockerHostSelector(value *metav1.LabelSelectorApplyConfiguration) *SandboxPoolSpecApplyConfiguration {
+	b.PlacementApplyConfiguration.DockerHostSelector = value
 	return b
 }

@@ -11,6 +11,7 @@ package v1alpha1
 import (
 	apiv1alpha1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
 	v1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	metav1 "k8s.io/client-go/applyconfigurations/meta/v1"
 )
 
 // SandboxSpecApplyConfiguration represents a declarative configuration of the SandboxSpec type for use
@@ -45,6 +46,8 @@ type SandboxSpecApplyConfiguration struct {
 	// the Sandbox's namespace (default: any pool whose class matches), or always
 	// start cold (policy: Never). No match, or an empty pool, starts cold.
 	Pools *PoolSelectionApplyConfiguration `json:"pools,omitempty"`
+	// Placement is the DockerHost the object lives on, or how to choose one.
+	PlacementApplyConfiguration `json:""`
 }
 
 // SandboxSpecApplyConfiguration constructs a declarative configuration of the SandboxSpec type for use with
@@ -111,5 +114,21 @@ func (b *SandboxSpecApplyConfiguration) WithUpdateStrategy(value apiv1alpha1.Upd
 // If called multiple times, the Pools field is set to the value of the last call.
 func (b *SandboxSpecApplyConfiguration) WithPools(value *PoolSelectionApplyConfiguration) *SandboxSpecApplyConfiguration {
 	b.Pools = value
+	return b
+}
+
+// WithDockerHost sets the DockerHost field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the DockerHost field is set to the value of the last call.
+func (b *SandboxSpecApplyConfiguration) WithDockerHost(value string) *SandboxSpecApplyConfiguration {
+	b.PlacementApplyConfiguration.DockerHost = &value
+	return b
+}
+
+// WithDockerHostSelector sets the DockerHostSelector field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the DockerHostSelector field is set to the value of the last call.
+func (b *SandboxSpecApplyConfiguration) WithDockerHostSelector(value *metav1.LabelSelectorApplyConfiguration) *SandboxSpecApplyConfiguration {
+	b.PlacementApplyConfiguration.DockerHostSelector = value
 	return b
 }

@@ -8,6 +8,10 @@ Licensed under the Apache License, Version 2.0.
 
 package v1alpha1
 
+// DockerHostListerExpansion allows custom methods to be added to
+// DockerHostLister.
+type DockerHostListerExpansion interface{}
+
 // SandboxListerExpansion allows custom methods to be added to
 // SandboxLister.
 type SandboxListerExpansion interface{}

@@ -14,6 +14,8 @@ import (
 
 // Interface provides access to all the informers in this group version.
 type Interface interface {
+	// DockerHosts returns a DockerHostInformer.
+	DockerHosts() TypedDockerHostInformer
 	// Sandboxes returns a SandboxInformer.
 	Sandboxes() TypedSandboxInformer
 	// SandboxPools returns a SandboxPoolInformer.
@@ -29,6 +31,11 @@ type version struct {
 // New returns a new Interface.
 func New(f internalinterfaces.SharedInformerFactory, namespace string, tweakListOptions internalinterfaces.TweakListOptionsFunc) Interface {
 	return &version{factory: f, namespace: namespace, tweakListOptions: tweakListOptions}
+}
+
+// DockerHosts returns a TypedDockerHostInformer.
+func (v *version) DockerHosts() TypedDockerHostInformer {
+	return &dockerHostInformer{factory: v.factory, tweakListOptions: v.tweakListOptions}
 }
 
 // Sandboxes returns a TypedSandboxInformer.

@@ -18,6 +18,7 @@ import (
 
 type SandboxV1alpha1Interface interface {
 	RESTClient() rest.Interface
+	DockerHostsGetter
 	SandboxesGetter
 	SandboxPoolsGetter
 }
@@ -25,6 +26,10 @@ type SandboxV1alpha1Interface interface {
 // SandboxV1alpha1Client is used to interact with features provided by the sandbox.roboco.io group.
 type SandboxV1alpha1Client struct {
 	restClient rest.Interface
+}
+
+func (c *SandboxV1alpha1Client) DockerHosts() DockerHostInterface {
+	return newDockerHosts(c)
 }
 
 func (c *SandboxV1alpha1Client) Sandboxes(namespace string) SandboxInterface {

@@ -18,6 +18,10 @@ type FakeSandboxV1alpha1 struct {
 	*testing.Fake
 }
 
+func (c *FakeSandboxV1alpha1) DockerHosts() v1alpha1.DockerHostInterface {
+	return newFakeDockerHosts(c)
+}
+
 func (c *FakeSandboxV1alpha1) Sandboxes(namespace string) v1alpha1.SandboxInterface {
 	return newFakeSandboxes(c, namespace)
 }
