@@ -146,6 +146,9 @@ var allowed = map[string][]string{
 	"sandbox.roboco.io/sandboxpools":            {"get", "list", "watch", "update", "patch"},
 	"sandbox.roboco.io/sandboxpools/status":     {"get", "update", "patch"},
 	"sandbox.roboco.io/sandboxpools/finalizers": {"update"},
+	"sandbox.roboco.io/dockerhosts":             {"get", "list", "watch", "create", "update", "patch"},
+	"sandbox.roboco.io/dockerhosts/status":      {"get", "update", "patch"},
+	"sandbox.roboco.io/dockerhosts/finalizers":  {"update"},
 	"/secrets":             {"get", "list", "watch", "create", "update", "patch", "delete"},
 	"events.k8s.io/events": {"create", "patch"},
 }

@@ -26,22 +26,14 @@ const ownerIndex = "sandbox.roboco.io/owner-container"
 // trackedOwner is the owner container whose life the Sandbox follows; false when
 // owner tracking is off (owner.policy None).
 func (r *SandboxReconciler) trackedOwner(sb *sandboxv1.Sandbox) (string, bool) {
+	return trackedOwner(r.Options, sb)
+}
+
+func trackedOwner(o Options, sb *sandboxv1.Sandbox) (string, bool) {
 	if sb.Spec.Owner != nil && sb.Spec.Owner.Policy == sandboxv1.OwnerPolicyNone {
 		return "", false
 	}
-	return r.ownerName(sb), true
-}
-
-// indexOwner is the ownerIndex function.
-func (r *SandboxReconciler) indexOwner(obj client.Object) []string {
-	sb, ok := obj.(*sandboxv1.Sandbox)
-	if !ok {
-		return nil
-	}
-	if name, tracked := r.trackedOwner(sb); tracked {
-		return []string{name}
-	}
-	return nil
+	return ownerName(o, sb), true
 }
 
 // gracePeriod is how long the owner may be missing before the Sandbox goes.

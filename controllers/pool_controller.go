@@ -12,8 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -38,6 +38,8 @@ type PoolReconciler struct {
 	sandboxes *SandboxReconciler
 	host      *host.Host
 	keys      *poolKeys
+	// hostName is the DockerHost whose pools this reconciler keeps.
+	hostName string
 	// refills bounds the member creations under way across pools, so that refills
 	// never starve claims or cold provisioning of the Docker daemon.
 	refills chan struct{}
@@ -58,6 +60,9 @@ func (p *PoolReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 	pool := &sandboxv1.SandboxPool{}
 	if err := p.Get(ctx, req.NamespacedName, pool); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if pool.Spec.DockerHost != p.hostName {
+		return ctrl.Result{}, nil
 	}
 	if !pool.DeletionTimestamp.IsZero() {
 		return p.reconcileDelete(ctx, pool)
@@ -229,9 +234,10 @@ func (p *PoolReconciler) SetupWithManager(mgr ctrl.Manager, refills int) error {
 		return err
 	}
 	return ctrl.NewControllerManagedBy(mgr).
-		For(&sandboxv1.SandboxPool{}).
+		For(&sandboxv1.SandboxPool{}, builder.WithPredicates(boundToHost(p.hostName))).
 		WatchesRawSource(source.Channel(p.requeue, &handler.TypedEnqueueRequestForObject[*sandboxv1.SandboxPool]{})).
-		WithOptions(controller.Options{MaxConcurrentReconciles: 2}).
+		WithOptions(hostControllerOptions(2)).
+		WithLogConstructor(hostLogger(mgr, "sandboxpool", p.hostName)).
 		Named("sandboxpool").
 		Complete(p)
 }

@@ -17,7 +17,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -43,6 +42,12 @@ type SandboxReconciler struct {
 	Options   Options
 	// MaxConcurrentReconciles bounds the workers (default 4).
 	MaxConcurrentReconciles int
+
+	// hostName is the DockerHost this reconciler drives: it sees only the
+	// Sandboxes bound to it (spec.dockerHost).
+	hostName string
+	// live tracks the passes in flight for the liveness check (one per manager).
+	live *passes
 
 	// events is the Docker host's event stream, and identity proves which host it
 	// is; both shared with the sweep.
@@ -82,6 +87,10 @@ func (r *SandboxReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 			r.forget(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	// Note: an owned Secret's event reaches every host's queue; only the Sandbox's host acts.
+	if sb.Spec.DockerHost != r.hostName {
+		return ctrl.Result{}, nil
 	}
 	ctx = logf.IntoContext(ctx, logf.FromContext(ctx).WithValues("agentID", sb.Spec.AgentID))
 	ctx = r.memory.startPass(ctx, sb)
@@ -153,9 +162,6 @@ func (r *SandboxReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.requeue = make(chan event.TypedGenericEvent[*sandboxv1.Sandbox], 1024)
 	pulls := host.NewPulls(r.Driver, r.wake, sandboxMetrics.observePull)
 	r.host = host.New(r.Driver, r.Options.StopTimeout, pulls)
-	if err := registerStatusCollector(mgr.GetCache(), mgr.Elected()); err != nil {
-		return err
-	}
 	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
 		pulls.Start(ctx)
 		r.secrets.start(ctx)
@@ -173,14 +179,9 @@ func (r *SandboxReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if err := r.setupDockerWatch(mgr); err != nil {
 		return err
 	}
-	// Liveness is the manager's own health: no pass stuck (Docker calls have deadlines).
-	live := newPasses()
-	if err := mgr.AddHealthzCheck("sandbox-passes", live.check); err != nil {
-		return err
-	}
 	return ctrl.NewControllerManagedBy(mgr).
 		// Note: annotations too, for AnnotationReleaseDockerHost.
-		For(&sandboxv1.Sandbox{}, builder.WithPredicates(predicate.Or[client.Object](
+		For(&sandboxv1.Sandbox{}, builder.WithPredicates(boundToHost(r.hostName), predicate.Or[client.Object](
 			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		// A credentials Secret deleted by hand is re-made at once (the manager caches
 		// only Secrets carrying SecretLabel).
@@ -189,9 +190,10 @@ func (r *SandboxReconciler) SetupWithManager(mgr ctrl.Manager) error {
 			UpdateFunc: func(event.UpdateEvent) bool { return false },
 		})).
 		WatchesRawSource(source.Channel(r.requeue, &handler.TypedEnqueueRequestForObject[*sandboxv1.Sandbox]{})).
-		WithOptions(controller.Options{MaxConcurrentReconciles: r.MaxConcurrentReconciles}).
+		WithOptions(hostControllerOptions(r.MaxConcurrentReconciles)).
+		WithLogConstructor(hostLogger(mgr, "sandbox", r.hostName)).
 		Named("sandbox").
-		Complete(live.wrap(observed(r, r.observe)))
+		Complete(r.live.wrap(observed(r, r.observe)))
 }
 
 // defaults fills what the caller left unset from the manager.
@@ -201,6 +203,9 @@ func (r *SandboxReconciler) defaults(mgr ctrl.Manager) error {
 		r.Driver = r.own.wrap(r.Driver)
 	}
 	r.memory = newMemory()
+	if r.live == nil {
+		r.live = newPasses()
+	}
 	if r.poolKeys == nil {
 		r.poolKeys = newPoolKeys(mgr.GetClient(), mgr.GetAPIReader(), mgr.GetScheme())
 	}
@@ -251,9 +256,11 @@ func (r *SandboxReconciler) enqueue(key types.NamespacedName) {
 }
 
 // ownerName is the owner container recorded on the service containers.
-func (r *SandboxReconciler) ownerName(sb *sandboxv1.Sandbox) string {
+func (r *SandboxReconciler) ownerName(sb *sandboxv1.Sandbox) string { return ownerName(r.Options, sb) }
+
+func ownerName(o Options, sb *sandboxv1.Sandbox) string {
 	if sb.Spec.Owner != nil && sb.Spec.Owner.ContainerName != "" {
 		return sb.Spec.Owner.ContainerName
 	}
-	return r.Options.ownerContainer(sb.Spec.AgentID)
+	return o.ownerContainer(sb.Spec.AgentID)
 }

@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"time"
@@ -13,7 +14,6 @@ import (
 
 	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
 	dd "github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver"
-	"github.com/roboco-sandbox/sandbox-controller/internal/host"
 )
 
 // instanceTimeout bounds reading the cluster's identity at start-up.
@@ -29,6 +29,10 @@ type Setup struct {
 	// HostIdentitySettle is how long a manager that planted the Docker host's
 	// identity marker waits before reading it back (0: host.DefaultIdentitySettle).
 	HostIdentitySettle time.Duration
+	// DockerHostName names the DockerHost of the driver given to AddToManager
+	// (default DefaultDockerHostName); DockerEndpoint is its address, recorded in
+	// the DockerHost the manager creates for it when there is none.
+	DockerHostName, DockerEndpoint string
 	// ObservePass, when set, is told the outcome of every Sandbox pass: tests check
 	// how soon the reconciler asks to look again without measuring time.
 	ObservePass func(req ctrl.Request, result ctrl.Result, err error)
@@ -42,9 +46,11 @@ func NewScheme() *runtime.Scheme {
 	return scheme
 }
 
-// AddToManager registers every controller of the Docker host behind driver with the
-// manager: the Sandbox and SandboxPool reconcilers (sharing the host's warm
-// members) and, when s.Sweep, the orphan sweep, all on one Docker event stream. It is the one wiring, used by cmd/manager and every suite.
+// AddToManager registers every controller with the manager: placement, the
+// DockerHost controller, and the controllers of each Docker host (fleet). A
+// non-nil driver is the manager's own Docker host, the implicit DockerHost
+// (Setup.DockerHostName); the others are dialled from their DockerHost objects.
+// It is the one wiring, used by cmd/manager and every suite.
 func (s Setup) AddToManager(mgr ctrl.Manager, driver dd.Driver) error {
 	if s.Options.Instance == "" {
 		ctx, cancel := context.WithTimeout(context.Background(), instanceTimeout)
@@ -59,28 +65,30 @@ func (s Setup) AddToManager(mgr ctrl.Manager, driver dd.Driver) error {
 	if err := s.Options.Validate(); err != nil {
 		return err
 	}
-	events := newHostEvents(driver)
-	settle := s.HostIdentitySettle
-	if settle <= 0 {
-		settle = host.DefaultIdentitySettle
+	f, err := newFleet(mgr, s)
+	if err != nil {
+		return err
 	}
-	identity := host.NewIdentity(driver, settle)
-	sandboxes := &SandboxReconciler{Client: mgr.GetClient(), Driver: driver, Options: s.Options,
-		MaxConcurrentReconciles: s.MaxConcurrentReconciles, events: events, identity: identity, observe: s.ObservePass}
-	if err := sandboxes.SetupWithManager(mgr); err != nil {
-		return fmt.Errorf("setting up the Sandbox controller: %w", err)
+	implicit := ""
+	if driver != nil {
+		implicit = cmp.Or(s.DockerHostName, DefaultDockerHostName)
+		if _, err := f.add(implicit, driver); err != nil {
+			return err
+		}
+		if err := mgr.Add(implicitHost{client: mgr.GetClient(), name: implicit, endpoint: s.DockerEndpoint}); err != nil {
+			return err
+		}
 	}
-	pools := &PoolReconciler{Client: mgr.GetClient(), sandboxes: sandboxes, host: sandboxes.host, keys: sandboxes.poolKeys}
-	if err := pools.SetupWithManager(mgr, s.Options.PoolRefills); err != nil {
-		return fmt.Errorf("setting up the SandboxPool controller: %w", err)
+	pl := &placer{Client: mgr.GetClient(), api: mgr.GetAPIReader(), fleet: f, options: s.Options}
+	if err := pl.SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up placement: %w", err)
 	}
-	sandboxes.pokePool = pools.poke
-	if !s.Sweep {
-		return nil
+	if err := (poolPlacer{pl}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up pool placement: %w", err)
 	}
-	sweep := &SweepReconciler{Driver: driver, Options: s.Options, events: events, identity: identity}
-	if err := sweep.SetupWithManager(mgr); err != nil {
-		return fmt.Errorf("setting up the orphan sweep: %w", err)
+	hosts := &dockerHostReconciler{Client: mgr.GetClient(), api: mgr.GetAPIReader(), fleet: f, implicit: implicit}
+	if err := hosts.SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the DockerHost controller: %w", err)
 	}
 	return nil
 }

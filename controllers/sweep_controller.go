@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"k8s.io/utils/ptr"
 	"maps"
 	"sync"
 	"time"
@@ -75,6 +76,8 @@ type SweepReconciler struct {
 	// is; both shared with the Sandbox reconciler.
 	events   *hostEvents
 	identity *host.Identity
+	// hostName is the DockerHost swept.
+	hostName string
 
 	stream streamState
 
@@ -234,12 +237,15 @@ func (r *SweepReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		WatchesRawSource(source.Kind(mgr.GetCache(), &sandboxv1.Sandbox{},
 			handler.TypedEnqueueRequestsFromMapFunc(toSweep),
 			predicate.TypedFuncs[*sandboxv1.Sandbox]{
+				DeleteFunc:  func(e event.TypedDeleteEvent[*sandboxv1.Sandbox]) bool { return e.Object.Spec.DockerHost == r.hostName },
 				CreateFunc:  func(event.TypedCreateEvent[*sandboxv1.Sandbox]) bool { return false },
 				UpdateFunc:  func(event.TypedUpdateEvent[*sandboxv1.Sandbox]) bool { return false },
 				GenericFunc: func(event.TypedGenericEvent[*sandboxv1.Sandbox]) bool { return false },
 			})).
 		WatchesRawSource(source.Func(r.startTriggers)).
+		WithLogConstructor(hostLogger(mgr, "sandbox-sweep", r.hostName)).
 		WithOptions(controller.Options{
+			SkipNameValidation:      ptr.To(true),
 			MaxConcurrentReconciles: 1,
 			RateLimiter:             workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](time.Second, r.Options.SweepInterval),
 		}).

@@ -27,7 +27,7 @@ func indexContainerNames(obj client.Object) []string {
 	var names []string
 	for _, svc := range sb.Spec.Services {
 		if e, ok := engine.Lookup(string(svc.Engine)); ok {
-			names = append(names, engine.ContainerName(e, sb.Spec.AgentID))
+			names = append(names, onHost(sb.Spec.DockerHost, engine.ContainerName(e, sb.Spec.AgentID)))
 		}
 	}
 	return names
@@ -37,17 +37,9 @@ func indexContainerNames(obj client.Object) []string {
 // loses events and re-queues every Sandbox once it catches up.
 const watchBuffer = 4096
 
-// setupDockerWatch indexes Sandboxes by owner container and by service container
-// name, and adds the Docker event watch to the manager.
+// setupDockerWatch adds the Docker event watch of the reconciler's host to the manager.
 func (r *SandboxReconciler) setupDockerWatch(mgr ctrl.Manager) error {
-	indexer := mgr.GetFieldIndexer()
-	if err := indexer.IndexField(context.Background(), &sandboxv1.Sandbox{}, ownerIndex, r.indexOwner); err != nil {
-		return err
-	}
-	if err := indexer.IndexField(context.Background(), &sandboxv1.Sandbox{}, containerNameIndex, indexContainerNames); err != nil {
-		return err
-	}
-	return mgr.Add(&dockerWatch{events: r.events, own: r.own, reader: mgr.GetCache(), enqueue: r.enqueue,
+	return mgr.Add(&dockerWatch{events: r.events, own: r.own, reader: mgr.GetCache(), enqueue: r.enqueue, host: r.hostName,
 		enqueuePool: func(k types.NamespacedName) { r.pokePool(k) }, forgetHost: r.identity.Forget})
 }
 
@@ -62,8 +54,10 @@ func (r *SandboxReconciler) setupDockerWatch(mgr ctrl.Manager) error {
 // the informer cache: a map lookup per event. Events of this manager's own actions
 // re-queue nothing (ownActions): a pass that failed waits for its backoff.
 type dockerWatch struct {
-	events  *hostEvents
-	own     *ownActions
+	events *hostEvents
+	own    *ownActions
+	// host is the DockerHost the events come from: names are looked up on it.
+	host    string
 	reader  client.Reader
 	enqueue func(types.NamespacedName)
 	// enqueuePool re-queues a SandboxPool.
@@ -119,7 +113,7 @@ func (w *dockerWatch) poolEvent(ctx context.Context, ev dd.Event) {
 		return // a destroy re-queued the Sandboxes of its name already
 	}
 	var list sandboxv1.SandboxList
-	if err := w.reader.List(ctx, &list, client.MatchingFields{containerNameIndex: ev.Name}, client.UnsafeDisableDeepCopy); err != nil {
+	if err := w.reader.List(ctx, &list, client.MatchingFields{containerNameIndex: onHost(w.host, ev.Name)}, client.UnsafeDisableDeepCopy); err != nil {
 		logf.FromContext(ctx).Error(err, "Looking up the Sandboxes of a container name", "container", ev.Name)
 		return
 	}
@@ -133,7 +127,7 @@ func (w *dockerWatch) poolEvent(ctx context.Context, ev dd.Event) {
 // container belonged to.
 func (w *dockerWatch) enqueueWaiting(ctx context.Context, ev dd.Event) {
 	var list sandboxv1.SandboxList
-	if err := w.reader.List(ctx, &list, client.MatchingFields{containerNameIndex: ev.Name}, client.UnsafeDisableDeepCopy); err != nil {
+	if err := w.reader.List(ctx, &list, client.MatchingFields{containerNameIndex: onHost(w.host, ev.Name)}, client.UnsafeDisableDeepCopy); err != nil {
 		logf.FromContext(ctx).Error(err, "Looking up the Sandboxes of a container name", "container", ev.Name)
 		return
 	}
@@ -151,7 +145,7 @@ func (w *dockerWatch) enqueueOwned(ctx context.Context, name string) {
 	}
 	var list sandboxv1.SandboxList
 	// Note: read-only use of cached objects; no copy per event of every container.
-	if err := w.reader.List(ctx, &list, client.MatchingFields{ownerIndex: name}, client.UnsafeDisableDeepCopy); err != nil {
+	if err := w.reader.List(ctx, &list, client.MatchingFields{ownerIndex: onHost(w.host, name)}, client.UnsafeDisableDeepCopy); err != nil {
 		logf.FromContext(ctx).Error(err, "Looking up the Sandboxes of an owner container", "owner", name)
 		return
 	}
@@ -161,12 +155,12 @@ func (w *dockerWatch) enqueueOwned(ctx context.Context, name string) {
 }
 
 func (w *dockerWatch) enqueueAll(ctx context.Context) {
-	var list sandboxv1.SandboxList
-	if err := w.reader.List(ctx, &list); err != nil {
+	keys, err := boundTo(ctx, w.reader, w.host)
+	if err != nil {
 		logf.FromContext(ctx).Error(err, "Listing Sandboxes after an event stream resync")
 		return
 	}
-	for i := range list.Items {
-		w.enqueue(types.NamespacedName{Namespace: list.Items[i].Namespace, Name: list.Items[i].Name})
+	for _, key := range keys {
+		w.enqueue(key)
 	}
 }

@@ -119,3 +119,32 @@ const (
 	// ReasonFilling: members are being made or probed; the message says how many.
 	ReasonFilling = "Filling"
 )
+
+// Reasons of a Sandbox's or SandboxPool's Ready condition before placement, and
+// of a DockerHost's conditions.
+const (
+	// ReasonUnschedulable: no DockerHost fits; the message says why for each, and
+	// placement retries when a host changes.
+	ReasonUnschedulable = "Unschedulable"
+	// ReasonCordoned: the DockerHost is cordoned (spec.unschedulable).
+	ReasonCordoned = "Cordoned"
+	// ReasonSchedulable: placement may put objects on the DockerHost.
+	ReasonSchedulable = "Schedulable"
+	// ReasonHostDeleting: the DockerHost is being deleted; it waits for the objects bound to it to go.
+	ReasonHostDeleting = "Deleting"
+	// ReasonReachable: the DockerHost's daemon answers and its identity is proven.
+	ReasonReachable = "Reachable"
+	// ReasonInsecureEndpoint: a tcp:// endpoint without tls, which the manager does not dial.
+	ReasonInsecureEndpoint = "InsecureEndpoint"
+)
+
+// ConditionSchedulable is a DockerHost's: true while placement may use it.
+const ConditionSchedulable = "Schedulable"
+
+// DockerHostFinalizer keeps a DockerHost while Sandboxes or SandboxPools are
+// bound to it: they are served, and torn down, through it until they are gone.
+const DockerHostFinalizer = "sandbox.roboco.io/in-use"
+
+// LabelImplicitDockerHost marks the DockerHost a manager made for its own
+// --docker-host.
+const LabelImplicitDockerHost = "sandbox.roboco.io/implicit"

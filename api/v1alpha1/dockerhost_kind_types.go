@@ -6,11 +6,12 @@ import (
 )
 
 // DockerHostSpec is how to reach a Docker daemon and how much of it Sandboxes may use.
-// +kubebuilder:validation:XValidation:rule="!self.endpoint.startsWith('tcp://') || has(self.tls)",message="a tcp:// endpoint needs tls: a Docker daemon's TCP socket without TLS gives root on its machine to anyone who reaches it"
 // +kubebuilder:validation:XValidation:rule="!self.endpoint.startsWith('unix://') || !has(self.tls)",message="tls applies to tcp:// endpoints only"
 type DockerHostSpec struct {
 	// endpoint is the daemon's address: unix:///path/to/docker.sock (reachable only
-	// by a manager on that machine) or tcp://host:port (with tls).
+	// by a manager on that machine) or tcp://host:port with tls (a manager does not
+	// dial a tcp:// endpoint without tls, which gives root on the daemon's machine to
+	// anyone who reaches it; the host reports Ready False, InsecureEndpoint).
 	// +required
 	// +kubebuilder:validation:MinLength=8
 	// +kubebuilder:validation:MaxLength=512

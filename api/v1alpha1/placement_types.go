@@ -18,3 +18,9 @@ type Placement struct {
 	// +optional
 	DockerHostSelector *metav1.LabelSelector `json:"dockerHostSelector,omitempty"`
 }
+
+// GetDockerHost is the DockerHost the Sandbox is bound to ("" until placed).
+func (s *Sandbox) GetDockerHost() string { return s.Spec.DockerHost }
+
+// GetDockerHost is the DockerHost the pool is bound to ("" until placed).
+func (p *SandboxPool) GetDockerHost() string { return p.Spec.DockerHost }

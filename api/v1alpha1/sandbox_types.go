@@ -261,6 +261,7 @@ type ServiceStatus struct {
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:printcolumn:name="Docker Host",type=string,JSONPath=`.spec.dockerHost`,priority=1
 // +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 245",message="metadata.name may have at most 245 characters: the credentials Secret is named <name>-sandbox"
 type Sandbox struct {
 	metav1.TypeMeta   `json:",inline"`

@@ -8,10 +8,32 @@ import (
 	"strings"
 	"time"
 
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 
 	dd "github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver"
 )
+
+// ownDocker connects to the manager's own Docker host (--docker-host), the
+// implicit DockerHost; none when --docker-host-name is empty (a manager of
+// registered DockerHosts only).
+func ownDocker(ctx context.Context, s *settings) (dd.Driver, func(), error) {
+	if s.dockerHostName == "" {
+		return nil, func() {}, nil
+	}
+	driver, err := dd.New(dd.WithHost(s.dockerHost), dd.WithPullTimeout(s.pullTimeout))
+	if err != nil {
+		return nil, nil, fmt.Errorf("--docker-host %q: %w", s.dockerHost, err)
+	}
+	info, err := waitForDocker(ctx, driver, s.dockerHost, s.dockerStartupTimeout)
+	if err != nil {
+		_ = driver.Close()
+		return nil, nil, err
+	}
+	ctrl.Log.WithName("setup").Info("Docker answers", "host", s.dockerHost, "dockerHost", s.dockerHostName,
+		"serverVersion", info.ServerVersion, "apiVersion", info.APIVersion)
+	return driver, func() { _ = driver.Close() }, nil
+}
 
 // pingTimeout bounds one ping: at start-up, and per /readyz request.
 const pingTimeout = 3 * time.Second

@@ -25,6 +25,7 @@ const defaultDockerHost = "unix:///var/run/docker.sock"
 // settings is everything the operator sets on the command line.
 type settings struct {
 	dockerHost           string
+	dockerHostName       string
 	dockerStartupTimeout time.Duration
 	pullTimeout          time.Duration
 
@@ -108,6 +109,10 @@ func (f *flags) addDockerFlags(s *settings, env func(string) string) {
 	fs.StringVar(&s.dockerHost, "docker-host", dockerHost,
 		"The Docker daemon that runs the sandbox containers, as a `url`: unix:///path/to/docker.sock or tcp://host:port. "+
 			"The default is $DOCKER_HOST when set, else "+defaultDockerHost+". TLS for tcp:// comes from DOCKER_TLS_VERIFY and DOCKER_CERT_PATH.")
+	fs.StringVar(&s.dockerHostName, "docker-host-name", controllers.DefaultDockerHostName,
+		"The `name` of the DockerHost that --docker-host is: the manager creates it when missing (leaving an existing one's labels, "+
+			"capacity and cordon alone) and drives it with its own connection. Empty: the manager has no Docker host of its own and "+
+			"drives only the DockerHosts registered with kubectl apply (a fleet).")
 	fs.StringVar(&s.options.Instance, "instance", s.options.Instance,
 		"The `name` of this control plane on the Docker host, written on every container it creates (label sandbox.roboco.io/instance): "+
 			"a container of another instance is never judged stale or swept as an orphan by this one. "+

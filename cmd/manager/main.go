@@ -25,7 +25,6 @@ import (
 
 	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
 	"github.com/roboco-sandbox/sandbox-controller/controllers"
-	dd "github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver"
 )
 
 func main() {
@@ -87,17 +86,12 @@ func start(ctx context.Context, s *settings) error {
 		}
 	}
 
-	driver, err := dd.New(dd.WithHost(s.dockerHost), dd.WithPullTimeout(s.pullTimeout))
-	if err != nil {
-		return startupError{fmt.Errorf("--docker-host %q: %w", s.dockerHost, err)}
-	}
-	// Note: Close cancels in-flight pulls and nothing else: containers keep running.
-	defer func() { _ = driver.Close() }()
-	info, err := waitForDocker(ctx, driver, s.dockerHost, s.dockerStartupTimeout)
+	driver, closeDriver, err := ownDocker(ctx, s)
 	if err != nil {
 		return startupError{err}
 	}
-	log.Info("Docker answers", "host", s.dockerHost, "serverVersion", info.ServerVersion, "apiVersion", info.APIVersion)
+	// Note: Close cancels in-flight pulls and nothing else: containers keep running.
+	defer closeDriver()
 
 	if err := checkAPIServer(restConfig); err != nil {
 		return startupError{err}
@@ -113,8 +107,10 @@ func start(ctx context.Context, s *settings) error {
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
 		return startupError{err}
 	}
-	if err := mgr.AddReadyzCheck("docker", dockerReadyz(driver)); err != nil {
-		return startupError{err}
+	if driver != nil {
+		if err := mgr.AddReadyzCheck("docker", dockerReadyz(driver)); err != nil {
+			return startupError{err}
+		}
 	}
 	if err := setupControllers(mgr, driver, s); err != nil {
 		return startupError{err}

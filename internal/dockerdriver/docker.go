@@ -125,5 +125,6 @@ func (d *Docker) ping(ctx context.Context) (ServerInfo, error) {
 		OS:            v.Os,
 		Arch:          v.Arch,
 		NCPU:          info.Info.NCPU,
+		MemTotal:      info.Info.MemTotal,
 	}, nil
 }

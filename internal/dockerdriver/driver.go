@@ -100,6 +100,8 @@ type ServerInfo struct {
 	// NCPU is how many CPUs the daemon's containers may use: the most a
 	// container's NanoCPUs may ask for (Docker refuses more at create).
 	NCPU int
+	// MemTotal is the memory of the daemon's machine, in bytes.
+	MemTotal int64
 }
 
 // HostIdentity is what identifies a Docker host.

@@ -61,7 +61,6 @@ var _ = Describe("Placement in the CRD", func() {
 			Expect(err.Error()).To(ContainSubstring(want))
 		},
 		Entry("an http endpoint", "http://10.0.0.1:2375", nil, "endpoint must be unix:///path/to/docker.sock or tcp://host:port"),
-		Entry("tcp without TLS", "tcp://10.0.0.1:2376", nil, "a tcp:// endpoint needs tls"),
 		Entry("TLS on a unix socket", "unix:///var/run/docker.sock", func(u *unstructured.Unstructured) {
 			set(u, map[string]any{"secretRef": map[string]any{"namespace": "sandbox-system", "name": "tls"}}, "spec", "tls")
 		}, "tls applies to tcp:// endpoints only"),

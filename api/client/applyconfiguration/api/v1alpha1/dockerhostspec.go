@@ -14,7 +14,9 @@ package v1alpha1
 // DockerHostSpec is how to reach a Docker daemon and how much of it Sandboxes may use.
 type DockerHostSpecApplyConfiguration struct {
 	// endpoint is the daemon's address: unix:///path/to/docker.sock (reachable only
-	// by a manager on that machine) or tcp://host:port (with tls).
+	// by a manager on that machine) or tcp://host:port with tls (a manager does not
+	// dial a tcp:// endpoint without tls, which gives root on the daemon's machine to
+	// anyone who reaches it; the host reports Ready False, InsecureEndpoint).
 	Endpoint *string `json:"endpoint,omitempty"`
 	// tls is the client certificate and CA for a tcp:// endpoint.
 	TLS *DockerHostTLSApplyConfiguration `json:"tls,omitempty"`

@@ -1,0 +1,113 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
+)
+
+// allocation counts, from the cache, what is bound to h (Sandboxes, and pools'
+// members) into its status, and drops the reservations that count includes, or
+// that expired. Both come from one snapshot and are written in one update with
+// h's resourceVersion, so allocated plus reservations never falls below what is
+// bound. It returns how many objects are bound.
+func (r *dockerHostReconciler) allocation(ctx context.Context, h *sandboxv1.DockerHost) (int32, error) {
+	var sandboxes sandboxv1.SandboxList
+	if err := r.List(ctx, &sandboxes, client.MatchingFields{dockerHostIndex: h.Name}); err != nil {
+		return 0, err
+	}
+	var pools sandboxv1.SandboxPoolList
+	if err := r.List(ctx, &pools, client.MatchingFields{dockerHostIndex: h.Name}); err != nil {
+		return 0, err
+	}
+	counted := map[string]bool{}
+	var total demand
+	pl := placer{options: r.fleet.setup.Options}
+	for i := range sandboxes.Items {
+		p := pl.sandboxPlaceable(&sandboxes.Items[i])
+		counted[p.uid] = true
+		total.sandboxes += p.need.sandboxes
+		total.memory.Add(p.need.memory)
+	}
+	for i := range pools.Items {
+		pool := &pools.Items[i]
+		counted[string(pool.UID)] = true
+		need := poolDemand(pool, pl.memoryOf(pool.Spec.Service.Resources))
+		total.sandboxes += need.sandboxes
+		total.memory.Add(need.memory)
+	}
+	h.Status.Allocated = sandboxv1.Allocation{Sandboxes: total.sandboxes, Memory: resource.NewQuantity(total.memory.Value(), resource.BinarySI)}
+	var keep []sandboxv1.Reservation
+	for _, res := range pruneExpired(h.Status.Reservations) {
+		if !counted[res.UID] {
+			keep = append(keep, res)
+		}
+	}
+	h.Status.Reservations = keep
+	return int32(len(sandboxes.Items) + len(pools.Items)), nil
+}
+
+// ensureSet makes sure this manager drives h: its controllers set up, on a
+// driver dialled from its spec (the implicit host's is the manager's own).
+func (r *dockerHostReconciler) ensureSet(ctx context.Context, h *sandboxv1.DockerHost) (*hostSet, error) {
+	hs, ok := r.fleet.get(h.Name)
+	if ok && (h.Name == r.implicit || hs.endpoint == h.Spec.Endpoint && hs.tlsVersion == currentTLSVersion(ctx, r.api, h)) {
+		return hs, nil
+	}
+	driver, tlsVersion, err := dial(ctx, r.api, h)
+	if err != nil {
+		return nil, err
+	}
+	if ok {
+		logf.FromContext(ctx).Info("Re-dialling the Docker host", "endpoint", h.Spec.Endpoint)
+		hs.redial(driver, h.Spec.Endpoint, tlsVersion)
+		return hs, nil
+	}
+	hs, err = r.fleet.addDialled(h.Name, driver, h.Spec.Endpoint, tlsVersion)
+	if err != nil {
+		return nil, fmt.Errorf("setting up the controllers of Docker host %s: %w", h.Name, err)
+	}
+	return hs, nil
+}
+
+// currentTLSVersion is the resourceVersion of h's TLS Secret ("" without TLS or
+// when it cannot be read: the dial then says why).
+func currentTLSVersion(ctx context.Context, api client.Reader, h *sandboxv1.DockerHost) string {
+	if h.Spec.TLS == nil {
+		return ""
+	}
+	_, version, err := tlsConfig(ctx, api, h.Spec.TLS.SecretRef)
+	if err != nil {
+		return ""
+	}
+	return version
+}
+
+// SetupWithManager watches DockerHosts, and the binding and deletion of
+// Sandboxes and pools, which change a host's allocation.
+func (r *dockerHostReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	toHost := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, obj client.Object) []reconcile.Request {
+		if name := dockerHostOf(obj); name != "" {
+			return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: name}}}
+		}
+		return nil
+	})
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("dockerhost").
+		For(&sandboxv1.DockerHost{}).
+		Watches(&sandboxv1.Sandbox{}, toHost, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&sandboxv1.SandboxPool{}, toHost, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		WithOptions(hostControllerOptions(4)).
+		Complete(r)
+}

@@ -1,0 +1,144 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
+	dd "github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver"
+)
+
+// hostProbeInterval is how often a DockerHost's daemon is pinged and its
+// allocation counted again.
+const hostProbeInterval = 30 * time.Second
+
+// dockerHostReconciler keeps each DockerHost driven: its controllers set up (the
+// daemon dialled), its daemon's identity and health in status, its allocation
+// counted, and a deletion held until nothing is bound to it.
+type dockerHostReconciler struct {
+	client.Client
+	api   client.Reader
+	fleet *fleet
+	// implicit is the DockerHost the manager's own --docker-host drives ("": none).
+	implicit string
+}
+
+// Reconcile observes one DockerHost.
+func (r *dockerHostReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	h := &sandboxv1.DockerHost{}
+	if err := r.Get(ctx, req.NamespacedName, h); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	before := h.DeepCopy()
+	bound, err := r.allocation(ctx, h)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if done, err := r.finalize(ctx, h, bound); done || err != nil {
+		return ctrl.Result{RequeueAfter: hostProbeInterval}, err
+	}
+	hs, err := r.ensureSet(ctx, h)
+	if err != nil {
+		setHostCondition(h, sandboxv1.ConditionReady, metav1.ConditionFalse, hostErrorReason(err), err.Error())
+	} else {
+		r.observe(ctx, h, hs)
+	}
+	schedulable(h)
+	h.Status.ObservedGeneration = h.Generation
+	if equality.Semantic.DeepEqual(before.Status, h.Status) {
+		return ctrl.Result{RequeueAfter: jitter(hostProbeInterval)}, nil
+	}
+	if err := r.Status().Update(ctx, h); err != nil && !apierrors.IsConflict(err) {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	} else if err != nil {
+		return ctrl.Result{RequeueAfter: conflictRetry}, nil
+	}
+	return ctrl.Result{RequeueAfter: jitter(hostProbeInterval)}, nil
+}
+
+// finalize keeps the in-use finalizer on a host objects are bound to; a host
+// being deleted keeps it, and serves them, until they are gone (done: nothing else
+// to do this pass).
+func (r *dockerHostReconciler) finalize(ctx context.Context, h *sandboxv1.DockerHost, bound int32) (done bool, err error) {
+	if h.DeletionTimestamp.IsZero() {
+		if controllerutil.ContainsFinalizer(h, sandboxv1.DockerHostFinalizer) {
+			return false, nil
+		}
+		patch := client.MergeFrom(h.DeepCopy())
+		controllerutil.AddFinalizer(h, sandboxv1.DockerHostFinalizer)
+		return false, r.Patch(ctx, h, patch)
+	}
+	if bound > 0 {
+		return false, nil // served until its Sandboxes and pools go
+	}
+	patch := client.MergeFrom(h.DeepCopy())
+	controllerutil.RemoveFinalizer(h, sandboxv1.DockerHostFinalizer)
+	return true, client.IgnoreNotFound(r.Patch(ctx, h, patch))
+}
+
+// observe pings the daemon and proves its identity.
+func (r *dockerHostReconciler) observe(ctx context.Context, h *sandboxv1.DockerHost, hs *hostSet) {
+	pctx, cancel := context.WithTimeout(ctx, pingTimeout)
+	defer cancel()
+	info, err := hs.driver.Ping(pctx)
+	if err != nil {
+		setHostCondition(h, sandboxv1.ConditionReady, metav1.ConditionFalse, hostErrorReason(err), fmt.Sprintf("the daemon does not answer: %v", err))
+		return
+	}
+	h.Status.Daemon = daemonInfo(info)
+	id, err := hs.identity.Prove(pctx)
+	if err != nil {
+		setHostCondition(h, sandboxv1.ConditionReady, metav1.ConditionFalse, hostErrorReason(err), fmt.Sprintf("the daemon answers, but its identity is not proven: %v", err))
+		return
+	}
+	h.Status.Identity = hostStatus(id)
+	setHostCondition(h, sandboxv1.ConditionReady, metav1.ConditionTrue, sandboxv1.ReasonReachable,
+		fmt.Sprintf("Docker %s answers; identity %s", info.ServerVersion, id.ID))
+}
+
+// pingTimeout bounds one ping of a DockerHost's daemon.
+const pingTimeout = 3 * time.Second
+
+func daemonInfo(info dd.ServerInfo) *sandboxv1.DaemonInfo {
+	d := &sandboxv1.DaemonInfo{Version: info.ServerVersion, APIVersion: info.APIVersion, OS: info.OS, Arch: info.Arch, CPUs: int32(info.NCPU)}
+	if info.MemTotal > 0 {
+		d.Memory = resource.NewQuantity(info.MemTotal, resource.BinarySI)
+	}
+	return d
+}
+
+func schedulable(h *sandboxv1.DockerHost) {
+	switch {
+	case !h.DeletionTimestamp.IsZero():
+		setHostCondition(h, sandboxv1.ConditionSchedulable, metav1.ConditionFalse, sandboxv1.ReasonHostDeleting,
+			fmt.Sprintf("being deleted: nothing new is placed; it is kept, and serves what is bound to it (%d), until that is gone", h.Status.Allocated.Sandboxes))
+	case h.Spec.Unschedulable:
+		setHostCondition(h, sandboxv1.ConditionSchedulable, metav1.ConditionFalse, sandboxv1.ReasonCordoned,
+			"cordoned (spec.unschedulable): nothing new is placed; what is bound to it stays and is served")
+	default:
+		setHostCondition(h, sandboxv1.ConditionSchedulable, metav1.ConditionTrue, sandboxv1.ReasonSchedulable, "placement may use it")
+	}
+}
+
+func setHostCondition(h *sandboxv1.DockerHost, t string, status metav1.ConditionStatus, reason, msg string) {
+	meta.SetStatusCondition(&h.Status.Conditions, metav1.Condition{Type: t, Status: status, Reason: reason,
+		Message: cut(msg, noteLimit), ObservedGeneration: h.Generation})
+}
+
+func hostErrorReason(err error) string {
+	if errors.Is(err, errInsecure) {
+		return sandboxv1.ReasonInsecureEndpoint
+	}
+	return hostReason(err)
+}

@@ -1,0 +1,135 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
+)
+
+// unschedulableRecheck is how often an object no host fits is looked at again
+// besides on DockerHost changes (an owner container may have started).
+const unschedulableRecheck = 30 * time.Second
+
+// conflictRetry is how soon a placement that lost a race for capacity decides again.
+const conflictRetry = 50 * time.Millisecond
+
+// placer binds unbound Sandboxes to a DockerHost (spec.dockerHost): the one
+// placement step of the manager, like a scheduler's bind.
+type placer struct {
+	client.Client
+	api     client.Reader
+	fleet   *fleet
+	options Options
+}
+
+// +kubebuilder:rbac:groups=sandbox.roboco.io,resources=dockerhosts,verbs=get;list;watch;create;update;patch
+// +kubebuilder:rbac:groups=sandbox.roboco.io,resources=dockerhosts/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=sandbox.roboco.io,resources=dockerhosts/finalizers,verbs=update
+
+// Reconcile places one Sandbox.
+func (pl *placer) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	sb := &sandboxv1.Sandbox{}
+	if err := pl.Get(ctx, req.NamespacedName, sb); err != nil || sb.Spec.DockerHost != "" {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !sb.DeletionTimestamp.IsZero() && sb.Status.DockerHost == nil {
+		return ctrl.Result{}, nil // never placed, so nothing of it exists on any host
+	}
+	var hosts sandboxv1.DockerHostList
+	if err := pl.List(ctx, &hosts); err != nil {
+		return ctrl.Result{}, err
+	}
+	p := pl.sandboxPlaceable(sb)
+	d := pl.decide(ctx, p, hosts.Items)
+	if d.host == "" {
+		return ctrl.Result{RequeueAfter: jitter(unschedulableRecheck)}, pl.unschedulable(ctx, sb, d.why)
+	}
+	if err := reserve(ctx, pl.Client, pl.api, d.host, p); err != nil {
+		if errors.Is(err, errNoRoom) || apierrors.IsConflict(err) {
+			return ctrl.Result{RequeueAfter: conflictRetry}, nil
+		}
+		return ctrl.Result{}, err
+	}
+	patch := client.MergeFromWithOptions(sb.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	sb.Spec.DockerHost = d.host
+	if err := pl.Patch(ctx, sb, patch); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	logf.FromContext(ctx).Info("Sandbox placed", "dockerHost", d.host)
+	return ctrl.Result{}, nil
+}
+
+func (pl *placer) sandboxPlaceable(sb *sandboxv1.Sandbox) placeable {
+	p := placeable{key: sb.Namespace + "/" + sb.Name, uid: string(sb.UID), selector: sb.Spec.DockerHostSelector,
+		need: demand{sandboxes: 1}}
+	for _, svc := range sb.Spec.Services {
+		p.need.memory.Add(pl.memoryOf(svc.Resources))
+	}
+	if name, tracked := trackedOwner(pl.options, sb); tracked {
+		p.owner = name
+	}
+	if sb.Status.DockerHost != nil {
+		p.legacyID = sb.Status.DockerHost.ID
+	}
+	return p
+}
+
+func (pl *placer) memoryOf(res *sandboxv1.ServiceResources) resource.Quantity {
+	if res != nil && res.Memory != nil {
+		return res.Memory.DeepCopy()
+	}
+	return pl.options.DefaultMemory.DeepCopy()
+}
+
+// unschedulable says why no host fits, as a pod's PodScheduled does.
+func (pl *placer) unschedulable(ctx context.Context, sb *sandboxv1.Sandbox, why string) error {
+	before := sb.DeepCopy()
+	sb.Status.ObservedGeneration = sb.Generation
+	setCondition(sb, sandboxv1.ConditionReady, metav1.ConditionFalse, sandboxv1.ReasonUnschedulable, why)
+	setCondition(sb, sandboxv1.ConditionReconciling, metav1.ConditionTrue, sandboxv1.ReasonUnschedulable, "waiting for a Docker host: "+why)
+	meta.RemoveStatusCondition(&sb.Status.Conditions, sandboxv1.ConditionStalled)
+	if equality.Semantic.DeepEqual(before.Status, sb.Status) {
+		return nil
+	}
+	return client.IgnoreNotFound(pl.Status().Patch(ctx, sb, client.MergeFrom(before)))
+}
+
+// SetupWithManager places unbound Sandboxes; a DockerHost's change re-queues every
+// unbound one (a host added, uncordoned or freed may now fit).
+func (pl *placer) SetupWithManager(mgr ctrl.Manager) error {
+	unbound := predicate.NewPredicateFuncs(func(obj client.Object) bool { return dockerHostOf(obj) == "" })
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("sandbox-placement").
+		For(&sandboxv1.Sandbox{}, builder.WithPredicates(unbound)).
+		Watches(&sandboxv1.DockerHost{}, handler.EnqueueRequestsFromMapFunc(pl.unboundSandboxes)).
+		Complete(pl)
+}
+
+func (pl *placer) unboundSandboxes(ctx context.Context, _ client.Object) []reconcile.Request {
+	keys, err := boundTo(ctx, pl.Client, "")
+	if err != nil {
+		logf.FromContext(ctx).Error(err, "Listing unbound Sandboxes")
+		return nil
+	}
+	out := make([]reconcile.Request, 0, len(keys))
+	for _, k := range keys {
+		out = append(out, reconcile.Request{NamespacedName: types.NamespacedName(k)})
+	}
+	return out
+}

@@ -1,0 +1,93 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
+)
+
+// poolPlacer binds unbound SandboxPools as placer binds Sandboxes: its members
+// (spec.replicas of them) count against the host's capacity.
+type poolPlacer struct{ *placer }
+
+// Reconcile places one SandboxPool.
+func (pp poolPlacer) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	pool := &sandboxv1.SandboxPool{}
+	if err := pp.Get(ctx, req.NamespacedName, pool); err != nil || pool.Spec.DockerHost != "" || !pool.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	var hosts sandboxv1.DockerHostList
+	if err := pp.List(ctx, &hosts); err != nil {
+		return ctrl.Result{}, err
+	}
+	p := placeable{key: pool.Namespace + "/" + pool.Name, uid: string(pool.UID), selector: pool.Spec.DockerHostSelector,
+		need: poolDemand(pool, pp.memoryOf(pool.Spec.Service.Resources))}
+	if pool.Status.DockerHost != nil {
+		p.legacyID = pool.Status.DockerHost.ID
+	}
+	d := pp.decide(ctx, p, hosts.Items)
+	if d.host == "" {
+		return ctrl.Result{RequeueAfter: jitter(unschedulableRecheck)}, pp.poolUnschedulable(ctx, pool, d.why)
+	}
+	if err := reserve(ctx, pp.Client, pp.api, d.host, p); err != nil {
+		if errors.Is(err, errNoRoom) || apierrors.IsConflict(err) {
+			return ctrl.Result{RequeueAfter: conflictRetry}, nil
+		}
+		return ctrl.Result{}, err
+	}
+	patch := client.MergeFromWithOptions(pool.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	pool.Spec.DockerHost = d.host
+	if err := pp.Patch(ctx, pool, patch); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	logf.FromContext(ctx).Info("SandboxPool placed", "dockerHost", d.host)
+	return ctrl.Result{}, nil
+}
+
+func (pp poolPlacer) poolUnschedulable(ctx context.Context, pool *sandboxv1.SandboxPool, why string) error {
+	before := pool.DeepCopy()
+	pool.Status.ObservedGeneration = pool.Generation
+	meta.SetStatusCondition(&pool.Status.Conditions, metav1.Condition{Type: sandboxv1.ConditionReady,
+		Status: metav1.ConditionFalse, Reason: sandboxv1.ReasonUnschedulable, Message: why, ObservedGeneration: pool.Generation})
+	if equality.Semantic.DeepEqual(before.Status, pool.Status) {
+		return nil
+	}
+	return client.IgnoreNotFound(pp.Status().Patch(ctx, pool, client.MergeFrom(before)))
+}
+
+// SetupWithManager places unbound pools; a DockerHost's change re-queues them.
+func (pp poolPlacer) SetupWithManager(mgr ctrl.Manager) error {
+	unbound := predicate.NewPredicateFuncs(func(obj client.Object) bool { return dockerHostOf(obj) == "" })
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("sandboxpool-placement").
+		For(&sandboxv1.SandboxPool{}, builder.WithPredicates(unbound)).
+		Watches(&sandboxv1.DockerHost{}, handler.EnqueueRequestsFromMapFunc(pp.unboundPools)).
+		Complete(pp)
+}
+
+func (pp poolPlacer) unboundPools(ctx context.Context, _ client.Object) []reconcile.Request {
+	var list sandboxv1.SandboxPoolList
+	if err := pp.List(ctx, &list, client.MatchingFields{dockerHostIndex: ""}); err != nil {
+		logf.FromContext(ctx).Error(err, "Listing unbound SandboxPools")
+		return nil
+	}
+	out := make([]reconcile.Request, 0, len(list.Items))
+	for i := range list.Items {
+		out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: list.Items[i].Namespace, Name: list.Items[i].Name}})
+	}
+	return out
+}
