@@ -52,6 +52,7 @@ func (s *Server) containerCreate(w http.ResponseWriter, r *http.Request) {
 	c := s.newCtr(name, req, img)
 	s.stats.created(c, s.duplicateOf(c))
 	s.containers[c.id], s.names[c.name] = c, c
+	s.indexService(c, true)
 	s.emit(c, "create", nil)
 	writeJSON(w, http.StatusCreated, container.CreateResponse{ID: c.id, Warnings: []string{}})
 }

@@ -171,6 +171,7 @@ func (s *Server) exit(c *ctr, code int) {
 func (s *Server) destroy(c *ctr, volumes bool) {
 	delete(s.containers, c.id)
 	delete(s.names, c.name)
+	s.indexService(c, false)
 	s.forgetExecs(c)
 	for _, m := range c.mounts {
 		if volumes && m.Type == mount.TypeVolume {

@@ -80,7 +80,8 @@ type Server struct {
 
 	mu         sync.Mutex // guards the daemon's state
 	containers map[string]*ctr
-	names      map[string]*ctr // by name
+	names      map[string]*ctr          // by name
+	services   map[string]map[*ctr]bool // by serviceKey
 	images     map[string]*image
 	registry   registry
 	networks   map[string]bool
@@ -101,6 +102,7 @@ func New(opts ...Option) *Server {
 		hostName:   "fakedocker",
 		containers: map[string]*ctr{},
 		names:      map[string]*ctr{},
+		services:   map[string]map[*ctr]bool{},
 		images:     map[string]*image{},
 		registry:   registry{refs: map[string]bool{}, imgs: map[string]Image{}, pulls: map[string]int{}, holds: map[string]chan struct{}{}},
 		networks:   map[string]bool{"bridge": true},

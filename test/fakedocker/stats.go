@@ -3,6 +3,7 @@ package fakedocker
 import (
 	"maps"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -89,29 +90,49 @@ func live(c *ctr) bool {
 		c.state == container.StatePaused || c.state == container.StateRestarting
 }
 
-// duplicateOf is the live container carrying c's DuplicateKeys labels (nil:
-// none, or c lacks one of them). Callers hold s.mu.
-func (s *Server) duplicateOf(c *ctr) *ctr {
-	for _, k := range DuplicateKeys {
-		if c.config.Labels[k] == "" {
-			return nil
+// serviceKey is the DuplicateKeys labels' values together; false when one is
+// missing.
+func serviceKey(labels map[string]string) (string, bool) {
+	vals := make([]string, len(DuplicateKeys))
+	for i, k := range DuplicateKeys {
+		if vals[i] = labels[k]; vals[i] == "" {
+			return "", false
 		}
 	}
-	for _, o := range s.containers {
-		if o != c && live(o) && sameKeys(o.config.Labels, c.config.Labels) {
+	return strings.Join(vals, "\x00"), true
+}
+
+// duplicateOf is a live container of c's service (nil: none, or c has no
+// service labels). Callers hold s.mu.
+func (s *Server) duplicateOf(c *ctr) *ctr {
+	key, ok := serviceKey(c.config.Labels)
+	if !ok {
+		return nil
+	}
+	for o := range s.services[key] {
+		if o != c && live(o) {
 			return o
 		}
 	}
 	return nil
 }
 
-func sameKeys(a, b map[string]string) bool {
-	for _, k := range DuplicateKeys {
-		if a[k] != b[k] {
-			return false
+// indexService files c under its service (its labels never change), or
+// removes it. Callers hold s.mu.
+func (s *Server) indexService(c *ctr, present bool) {
+	key, ok := serviceKey(c.config.Labels)
+	switch {
+	case !ok:
+	case present && s.services[key] == nil:
+		s.services[key] = map[*ctr]bool{c: true}
+	case present:
+		s.services[key][c] = true
+	default:
+		delete(s.services[key], c)
+		if len(s.services[key]) == 0 {
+			delete(s.services, key)
 		}
 	}
-	return true
 }
 
 // Stats returns what the daemon counted, and its containers now.
