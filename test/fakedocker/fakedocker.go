@@ -55,6 +55,15 @@ func WithImage(ref string, img Image) Option {
 	return func(s *Server) { s.images[mustNormalize(ref)] = newImage(ref, img) }
 }
 
+// WithNetworks creates user-defined networks.
+func WithNetworks(names ...string) Option {
+	return func(s *Server) {
+		for _, n := range names {
+			s.networks[n] = true
+		}
+	}
+}
+
 // WithAnyNetwork makes every network exist, so that a benchmark need not create
 // the managers' networks first.
 func WithAnyNetwork() Option { return func(s *Server) { s.anyNetwork = true } }
