@@ -184,7 +184,7 @@ func (f *Driver) create(spec dd.ContainerSpec) (*ctr, error) {
 		LogDriver:       dd.LogDriverJSONFile,
 		Log:             spec.Log,
 	}}
-	c.script, c.scripted = parseScript(spec.Cmd)
+	c.script, c.scripted = ParseScript(spec.Cmd)
 	for _, path := range img.Volumes {
 		if _, covered := spec.Tmpfs[path]; covered {
 			continue // as in Docker, a tmpfs at a VOLUME path replaces the anonymous volume
@@ -215,7 +215,7 @@ func (f *Driver) start(c *ctr) {
 	if !c.scripted {
 		return
 	}
-	stdout, stderr := c.script.output(c.c.Env, c.files)
+	stdout, stderr := c.script.Output(c.c.Env, c.files)
 	c.logs = append(c.logs, lines(stdout)...)
 	c.logs = append(c.logs, lines(stderr)...)
 	switch s := c.script.Sleep; {

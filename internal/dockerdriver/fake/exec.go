@@ -131,9 +131,9 @@ func (f *Driver) startExec(nameOrID, ref string, spec dd.ExecSpec) (*execRun, er
 		}
 		return run, nil
 	}
-	if s, ok := parseScript(spec.Cmd); ok {
+	if s, ok := ParseScript(spec.Cmd); ok {
 		env := append(slices.Clone(c.c.Env), dd.ContainerSpec{Env: spec.Env}.EnvList()...)
-		run.res.Stdout, run.res.Stderr = s.output(env, c.files)
+		run.res.Stdout, run.res.Stderr = s.Output(env, c.files)
 		run.res.ExitCode, run.runFor = s.Exit, s.Sleep
 	}
 	return run, nil

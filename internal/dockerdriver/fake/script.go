@@ -30,8 +30,8 @@ func Command(s Script) []string {
 	return []string{scriptArg0, string(b)}
 }
 
-// parseScript decodes a Command; ok is false for any other command.
-func parseScript(cmd []string) (Script, bool) {
+// ParseScript decodes a Command; ok is false for any other command.
+func ParseScript(cmd []string) (Script, bool) {
 	var s Script
 	if len(cmd) != 2 || cmd[0] != scriptArg0 || json.Unmarshal([]byte(cmd[1]), &s) != nil {
 		return Script{}, false
@@ -39,9 +39,9 @@ func parseScript(cmd []string) (Script, bool) {
 	return s, true
 }
 
-// output renders what the script writes, given its environment (KEY=value)
+// Output renders what the script writes, given its environment (KEY=value)
 // and the files written into its container.
-func (s Script) output(env []string, files map[string][]byte) (stdout, stderr string) {
+func (s Script) Output(env []string, files map[string][]byte) (stdout, stderr string) {
 	var out, errb strings.Builder
 	for _, l := range s.Stdout {
 		out.WriteString(l + "\n")
