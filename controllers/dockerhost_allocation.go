@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
+	dd "github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver"
 )
 
 // allocation counts, from the cache, what is bound to h (Sandboxes, and pools'
@@ -65,7 +66,7 @@ func (r *dockerHostReconciler) ensureSet(ctx context.Context, h *sandboxv1.Docke
 	if ok && (h.Name == r.implicit || hs.endpoint == h.Spec.Endpoint && hs.tlsVersion == currentTLSVersion(ctx, r.api, h)) {
 		return hs, nil
 	}
-	driver, tlsVersion, err := dial(ctx, r.api, h)
+	driver, tlsVersion, err := r.dialHost(ctx, h)
 	if err != nil {
 		return nil, err
 	}
@@ -79,6 +80,14 @@ func (r *dockerHostReconciler) ensureSet(ctx context.Context, h *sandboxv1.Docke
 		return nil, fmt.Errorf("setting up the controllers of Docker host %s: %w", h.Name, err)
 	}
 	return hs, nil
+}
+
+func (r *dockerHostReconciler) dialHost(ctx context.Context, h *sandboxv1.DockerHost) (dd.Driver, string, error) {
+	if r.dial != nil {
+		d, err := r.dial(ctx, h)
+		return d, "", err
+	}
+	return dial(ctx, r.api, h)
 }
 
 // currentTLSVersion is the resourceVersion of h's TLS Secret ("" without TLS or

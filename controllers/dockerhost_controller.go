@@ -32,6 +32,8 @@ type dockerHostReconciler struct {
 	fleet *fleet
 	// implicit is the DockerHost the manager's own --docker-host drives ("": none).
 	implicit string
+	// dial replaces connecting to an endpoint (Setup.Dial).
+	dial func(ctx context.Context, h *sandboxv1.DockerHost) (dd.Driver, error)
 }
 
 // Reconcile observes one DockerHost.

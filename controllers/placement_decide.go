@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -15,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
+	dd "github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver"
 )
 
 // ownerLookupTimeout bounds the look for an owner container on each host.
@@ -77,41 +79,66 @@ func selectorOf(s *metav1.LabelSelector) (labels.Selector, error) {
 	return metav1.LabelSelectorAsSelector(s)
 }
 
-// besideOwner looks for the owner container on every host this manager drives;
-// found is false when no host runs it.
+// besideOwner looks for the owner container on every DockerHost; found is false
+// when none runs it. The look must be complete: a host that has not answered
+// (not dialled yet, or an error other than not-found) could run it, so the
+// object waits, unless that host is known to be down (Ready False), whose
+// owners cannot be seen until it returns.
 func (pl *placer) besideOwner(ctx context.Context, p placeable, sel labels.Selector, hosts []sandboxv1.DockerHost) (decision, bool) {
-	var mu sync.Mutex
-	var on []string
-	var wg sync.WaitGroup
-	for _, hs := range pl.fleet.all() {
-		wg.Go(func() {
-			lctx, cancel := context.WithTimeout(ctx, ownerLookupTimeout)
-			defer cancel()
-			if _, err := hs.driver.Inspect(lctx, p.owner); err == nil {
-				mu.Lock()
-				on = append(on, hs.name)
-				mu.Unlock()
-			}
-		})
-	}
-	wg.Wait()
-	slices.Sort(on)
-	switch len(on) {
-	case 0:
-		return decision{}, false
-	case 1:
-	default:
+	on, unanswered := pl.lookOwner(ctx, p.owner, hosts)
+	switch {
+	case len(on) > 1:
 		return decision{why: fmt.Sprintf("its owner container %s runs on Docker hosts %s: set spec.dockerHost to the one meant", p.owner, strings.Join(on, " and "))}, true
+	case len(on) == 0 && len(unanswered) > 0:
+		return decision{why: fmt.Sprintf("looking for its owner container %s: Docker host %s has not answered yet", p.owner, strings.Join(unanswered, ", "))}, true
+	case len(on) == 0:
+		return decision{}, false
 	}
 	for _, h := range hosts {
 		if h.Name == on[0] {
 			if why := unfit(p, sel, h); why != "" {
 				return decision{why: fmt.Sprintf("its owner container %s runs on Docker host %s, which %s", p.owner, h.Name, why)}, true
 			}
-			return decision{host: h.Name}, true
 		}
 	}
-	return decision{why: fmt.Sprintf("its owner container %s runs on Docker host %s, which has no DockerHost", p.owner, on[0])}, true
+	return decision{host: on[0]}, true
+}
+
+// lookOwner asks every DockerHost, at once, whether it runs the container name.
+func (pl *placer) lookOwner(ctx context.Context, name string, hosts []sandboxv1.DockerHost) (on, unanswered []string) {
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for _, h := range hosts {
+		hs, ok := pl.fleet.get(h.Name)
+		if !ok {
+			if !hostDown(h) {
+				unanswered = append(unanswered, h.Name)
+			}
+			continue
+		}
+		wg.Go(func() {
+			lctx, cancel := context.WithTimeout(ctx, ownerLookupTimeout)
+			defer cancel()
+			_, err := hs.driver.Inspect(lctx, name)
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err == nil:
+				on = append(on, h.Name)
+			case !errors.Is(err, dd.ErrNotFound) && !hostDown(h):
+				unanswered = append(unanswered, h.Name)
+			}
+		})
+	}
+	wg.Wait()
+	slices.Sort(on)
+	slices.Sort(unanswered)
+	return on, unanswered
+}
+
+// hostDown: the host's last observation says its daemon does not answer.
+func hostDown(h sandboxv1.DockerHost) bool {
+	return meta.IsStatusConditionFalse(h.Status.Conditions, sandboxv1.ConditionReady)
 }
 
 // pickHost is the least loaded fitting host, Ready ones first.

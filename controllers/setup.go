@@ -33,6 +33,9 @@ type Setup struct {
 	// (default DefaultDockerHostName); DockerEndpoint is its address, recorded in
 	// the DockerHost the manager creates for it when there is none.
 	DockerHostName, DockerEndpoint string
+	// Dial, when set, makes the driver of a registered DockerHost instead of
+	// connecting to its endpoint (tests give fake hosts).
+	Dial func(ctx context.Context, h *sandboxv1.DockerHost) (dd.Driver, error)
 	// ObservePass, when set, is told the outcome of every Sandbox pass: tests check
 	// how soon the reconciler asks to look again without measuring time.
 	ObservePass func(req ctrl.Request, result ctrl.Result, err error)
@@ -86,7 +89,7 @@ func (s Setup) AddToManager(mgr ctrl.Manager, driver dd.Driver) error {
 	if err := (poolPlacer{pl}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up pool placement: %w", err)
 	}
-	hosts := &dockerHostReconciler{Client: mgr.GetClient(), api: mgr.GetAPIReader(), fleet: f, implicit: implicit}
+	hosts := &dockerHostReconciler{Client: mgr.GetClient(), api: mgr.GetAPIReader(), fleet: f, implicit: implicit, dial: s.Dial}
 	if err := hosts.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the DockerHost controller: %w", err)
 	}
