@@ -6,13 +6,16 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
 	dd "github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver"
@@ -117,6 +120,7 @@ func (r *dockerHostReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		For(&sandboxv1.DockerHost{}).
 		Watches(&sandboxv1.Sandbox{}, toHost, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&sandboxv1.SandboxPool{}, toHost, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		WithOptions(hostControllerOptions(4)).
+		WatchesRawSource(source.Channel(r.fleet.taken, &handler.TypedEnqueueRequestForObject[*sandboxv1.DockerHost]{})).
+		WithOptions(controller.Options{MaxConcurrentReconciles: 4, NeedLeaderElection: ptr.To(r.fleet.leases == nil)}).
 		Complete(r)
 }

@@ -42,6 +42,10 @@ func (r *dockerHostReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	if err := r.Get(ctx, req.NamespacedName, h); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
+	hs, setErr := r.ensureSet(ctx, h)
+	if !r.fleet.holds(h.Name) {
+		return ctrl.Result{RequeueAfter: jitter(hostProbeInterval)}, nil // its holder observes it
+	}
 	before := h.DeepCopy()
 	bound, err := r.allocation(ctx, h)
 	if err != nil {
@@ -50,11 +54,13 @@ func (r *dockerHostReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	if done, err := r.finalize(ctx, h, bound); done || err != nil {
 		return ctrl.Result{RequeueAfter: hostProbeInterval}, err
 	}
-	hs, err := r.ensureSet(ctx, h)
-	if err != nil {
-		setHostCondition(h, sandboxv1.ConditionReady, metav1.ConditionFalse, hostErrorReason(err), err.Error())
+	if setErr != nil {
+		setHostCondition(h, sandboxv1.ConditionReady, metav1.ConditionFalse, hostErrorReason(setErr), setErr.Error())
 	} else {
 		r.observe(ctx, h, hs)
+	}
+	if r.fleet.leases != nil {
+		h.Status.Manager = r.fleet.leases.cfg.Identity
 	}
 	schedulable(h)
 	h.Status.ObservedGeneration = h.Generation

@@ -6,9 +6,12 @@ import (
 	"sort"
 	"sync"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
 	dd "github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver"
@@ -26,16 +29,26 @@ type fleet struct {
 	live  *passes
 	keys  *poolKeys
 
+	// leases share the hosts among replicas (nil: this manager drives every host,
+	// its controllers on the elected leader only).
+	leases *leaseTable
+
+	// taken tells the DockerHost controller of a host this replica took.
+	taken chan event.TypedGenericEvent[*sandboxv1.DockerHost]
+
 	mu    sync.Mutex
 	hosts map[string]*hostSet
 }
 
 // hostSet is what drives one Docker host.
 type hostSet struct {
-	name      string
-	driver    dd.Driver
-	identity  *host.Identity
-	sandboxes *SandboxReconciler
+	name string
+	// driver is the host's driver as its controllers use it (fenced by its Lease
+	// when hosts are shared); raw reads the host from any replica.
+	driver, raw dd.Driver
+	pools       *PoolReconciler
+	identity    *host.Identity
+	sandboxes   *SandboxReconciler
 	// endpoint and tlsVersion are what the driver was dialled with (empty for
 	// the manager's own host): a change re-dials through sw.
 	endpoint, tlsVersion string
@@ -63,7 +76,8 @@ func (hs *hostSet) redial(driver dd.Driver, endpoint, tlsVersion string) {
 
 func newFleet(mgr ctrl.Manager, s Setup) (*fleet, error) {
 	f := &fleet{mgr: mgr, setup: s, live: newPasses(), hosts: map[string]*hostSet{},
-		keys: newPoolKeys(mgr.GetClient(), mgr.GetAPIReader(), mgr.GetScheme())}
+		taken: make(chan event.TypedGenericEvent[*sandboxv1.DockerHost], 1024),
+		keys:  newPoolKeys(mgr.GetClient(), mgr.GetAPIReader(), mgr.GetScheme())}
 	if err := registerIndexes(mgr, s.Options); err != nil {
 		return nil, err
 	}
@@ -73,6 +87,15 @@ func newFleet(mgr ctrl.Manager, s Setup) (*fleet, error) {
 	// Liveness is the manager's own health: no pass stuck (Docker calls have deadlines).
 	if err := mgr.AddHealthzCheck("sandbox-passes", f.live.check); err != nil {
 		return nil, err
+	}
+	if s.Leases != nil {
+		f.leases = newLeaseTable(*s.Leases, mgr.GetClient())
+		f.leases.hosts = f.hostNames
+		f.leases.onAcquire = func(name string) { f.wake(context.Background(), name) }
+		f.leases.onLose = func(string) {}
+		if err := mgr.Add(f.leases); err != nil {
+			return nil, err
+		}
 	}
 	return f, nil
 }
@@ -90,28 +113,64 @@ func (f *fleet) add(name string, driver dd.Driver) (*hostSet, error) {
 	if settle <= 0 {
 		settle = host.DefaultIdentitySettle
 	}
+	raw := driver
+	scope := hostScope{name: name, leaderOnly: f.leases == nil}
+	if f.leases != nil {
+		scope.holds = func() bool { return f.leases.holds(name) }
+		driver = fenced{Driver: raw, holds: scope.holds}
+	}
 	events := newHostEvents(driver)
 	identity := host.NewIdentity(driver, settle)
-	sandboxes := &SandboxReconciler{Client: f.mgr.GetClient(), Driver: driver, Options: s.Options, hostName: name,
+	sandboxes := &SandboxReconciler{Client: f.mgr.GetClient(), Driver: driver, Options: s.Options, scope: scope,
 		MaxConcurrentReconciles: s.MaxConcurrentReconciles, events: events, identity: identity, observe: s.ObservePass,
 		poolKeys: f.keys, live: f.live}
 	if err := sandboxes.SetupWithManager(f.mgr); err != nil {
 		return nil, fmt.Errorf("setting up the Sandbox controller of Docker host %s: %w", name, err)
 	}
-	pools := &PoolReconciler{Client: f.mgr.GetClient(), sandboxes: sandboxes, host: sandboxes.host, keys: f.keys, hostName: name}
+	pools := &PoolReconciler{Client: f.mgr.GetClient(), sandboxes: sandboxes, host: sandboxes.host, keys: f.keys, scope: scope}
 	if err := pools.SetupWithManager(f.mgr, s.Options.PoolRefills); err != nil {
 		return nil, fmt.Errorf("setting up the SandboxPool controller of Docker host %s: %w", name, err)
 	}
 	sandboxes.pokePool = pools.poke
 	if s.Sweep {
-		sweep := &SweepReconciler{Driver: driver, Options: s.Options, events: events, identity: identity, hostName: name}
+		sweep := &SweepReconciler{Driver: driver, Options: s.Options, events: events, identity: identity, scope: scope}
 		if err := sweep.SetupWithManager(f.mgr); err != nil {
 			return nil, fmt.Errorf("setting up the orphan sweep of Docker host %s: %w", name, err)
 		}
 	}
-	hs := &hostSet{name: name, driver: sandboxes.Driver, identity: identity, sandboxes: sandboxes}
+	hs := &hostSet{name: name, driver: sandboxes.Driver, raw: raw, identity: identity, sandboxes: sandboxes, pools: pools}
 	f.hosts[name] = hs
 	return hs, nil
+}
+
+// holds says whether this replica acts on the host name now.
+func (f *fleet) holds(name string) bool { return f.leases == nil || f.leases.holds(name) }
+
+// wake looks again at everything bound to a host this replica just took: the
+// passes skipped while another replica held it.
+func (f *fleet) wake(ctx context.Context, name string) {
+	select {
+	case f.taken <- event.TypedGenericEvent[*sandboxv1.DockerHost]{Object: &sandboxv1.DockerHost{ObjectMeta: metav1.ObjectMeta{Name: name}}}:
+	default: // its periodic observation comes soon enough
+	}
+	hs, ok := f.get(name)
+	if !ok {
+		return // its controllers, set up later, list what is bound to it
+	}
+	hs.identity.Forget()
+	keys, err := boundTo(ctx, f.mgr.GetClient(), name)
+	if err != nil {
+		logf.FromContext(ctx).Error(err, "Listing the Sandboxes of a Docker host taken over", "dockerHost", name)
+	}
+	for _, k := range keys {
+		hs.sandboxes.enqueue(k)
+	}
+	var pools sandboxv1.SandboxPoolList
+	if err := f.mgr.GetClient().List(ctx, &pools, client.MatchingFields{dockerHostIndex: name}); err == nil {
+		for i := range pools.Items {
+			hs.pools.poke(types.NamespacedName{Namespace: pools.Items[i].Namespace, Name: pools.Items[i].Name})
+		}
+	}
 }
 
 // get is the host set of name, if this manager drives it.
@@ -122,16 +181,18 @@ func (f *fleet) get(name string) (*hostSet, bool) {
 	return hs, ok
 }
 
-// all are the host sets, by name.
-func (f *fleet) all() []*hostSet {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	out := make([]*hostSet, 0, len(f.hosts))
-	for _, hs := range f.hosts {
-		out = append(out, hs)
+// hostNames are the DockerHosts, from the cache.
+func (f *fleet) hostNames(ctx context.Context) ([]string, error) {
+	var list sandboxv1.DockerHostList
+	if err := f.mgr.GetClient().List(ctx, &list); err != nil {
+		return nil, err
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
-	return out
+	names := make([]string, 0, len(list.Items))
+	for i := range list.Items {
+		names = append(names, list.Items[i].Name)
+	}
+	sort.Strings(names)
+	return names, nil
 }
 
 // boundTo lists, from the cache, the Sandboxes bound to the Docker host name.

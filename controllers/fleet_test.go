@@ -111,8 +111,14 @@ var _ = Describe("A fleet of Docker hosts", func() {
 
 		sb := ownedSandbox(ns, "twice", "twice-1", 0, "redis")
 		Expect(k8sClient.Create(ctx, sb)).To(Succeed())
-		Eventually(condition(sb, sandboxv1.ConditionReady)).Should(Equal("False/Unschedulable"))
-		Expect(conditionOf(get(sb), sandboxv1.ConditionReady).Message).To(ContainSubstring("runs on Docker hosts fleet-b and fleet-c"))
+		Eventually(func() string {
+			if c := meta.FindStatusCondition(get(sb).Status.Conditions, sandboxv1.ConditionReady); c != nil {
+				return c.Message
+			}
+			return ""
+		}).
+			Should(ContainSubstring("runs on Docker hosts fleet-b and fleet-c"))
+		Expect(condition(sb, sandboxv1.ConditionReady)()).To(Equal("False/Unschedulable"))
 		Consistently(hostOf(sb), "500ms").Should(BeEmpty())
 
 		cur := get(sb)

@@ -89,7 +89,8 @@ func (pl *placer) besideOwner(ctx context.Context, p placeable, sel labels.Selec
 	switch {
 	case len(on) > 1:
 		return decision{why: fmt.Sprintf("its owner container %s runs on Docker hosts %s: set spec.dockerHost to the one meant", p.owner, strings.Join(on, " and "))}, true
-	case len(on) == 0 && len(unanswered) > 0:
+	case len(unanswered) > 0:
+		// Note: even when one host runs it, a host that has not answered may too.
 		return decision{why: fmt.Sprintf("looking for its owner container %s: Docker host %s has not answered yet", p.owner, strings.Join(unanswered, ", "))}, true
 	case len(on) == 0:
 		return decision{}, false
@@ -119,7 +120,7 @@ func (pl *placer) lookOwner(ctx context.Context, name string, hosts []sandboxv1.
 		wg.Go(func() {
 			lctx, cancel := context.WithTimeout(ctx, ownerLookupTimeout)
 			defer cancel()
-			_, err := hs.driver.Inspect(lctx, name)
+			_, err := hs.raw.Inspect(lctx, name)
 			mu.Lock()
 			defer mu.Unlock()
 			switch {

@@ -17,7 +17,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
@@ -38,8 +37,8 @@ type PoolReconciler struct {
 	sandboxes *SandboxReconciler
 	host      *host.Host
 	keys      *poolKeys
-	// hostName is the DockerHost whose pools this reconciler keeps.
-	hostName string
+	// scope is the DockerHost whose pools this reconciler keeps.
+	scope hostScope
 	// refills bounds the member creations under way across pools, so that refills
 	// never starve claims or cold provisioning of the Docker daemon.
 	refills chan struct{}
@@ -57,11 +56,14 @@ type PoolReconciler struct {
 // Reconcile: the class, the members as they are, then removals, probes and
 // creations, then the offer and the status.
 func (p *PoolReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	if !p.scope.active() {
+		return ctrl.Result{}, nil
+	}
 	pool := &sandboxv1.SandboxPool{}
 	if err := p.Get(ctx, req.NamespacedName, pool); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if pool.Spec.DockerHost != p.hostName {
+	if pool.Spec.DockerHost != p.scope.name {
 		return ctrl.Result{}, nil
 	}
 	if !pool.DeletionTimestamp.IsZero() {
@@ -226,7 +228,7 @@ func (p *PoolReconciler) SetupWithManager(mgr ctrl.Manager, refills int) error {
 		p.Recorder = bounded(mgr.GetEventRecorder("sandbox-controller"))
 	}
 	// The members' held rotations end with the manager, not with the process.
-	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+	if err := mgr.Add(p.scope.runnable(func(ctx context.Context) error {
 		<-ctx.Done()
 		p.host.Warm().CloseAll()
 		return nil
@@ -234,10 +236,10 @@ func (p *PoolReconciler) SetupWithManager(mgr ctrl.Manager, refills int) error {
 		return err
 	}
 	return ctrl.NewControllerManagedBy(mgr).
-		For(&sandboxv1.SandboxPool{}, builder.WithPredicates(boundToHost(p.hostName))).
+		For(&sandboxv1.SandboxPool{}, builder.WithPredicates(boundToHost(p.scope.name))).
 		WatchesRawSource(source.Channel(p.requeue, &handler.TypedEnqueueRequestForObject[*sandboxv1.SandboxPool]{})).
-		WithOptions(hostControllerOptions(2)).
-		WithLogConstructor(hostLogger(mgr, "sandboxpool", p.hostName)).
+		WithOptions(p.scope.options(2)).
+		WithLogConstructor(hostLogger(mgr, "sandboxpool", p.scope.name)).
 		Named("sandboxpool").
 		Complete(p)
 }

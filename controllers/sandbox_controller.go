@@ -21,7 +21,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
-	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
@@ -43,9 +42,9 @@ type SandboxReconciler struct {
 	// MaxConcurrentReconciles bounds the workers (default 4).
 	MaxConcurrentReconciles int
 
-	// hostName is the DockerHost this reconciler drives: it sees only the
-	// Sandboxes bound to it (spec.dockerHost).
-	hostName string
+	// scope is the DockerHost this reconciler drives: it sees only the
+	// Sandboxes bound to it (spec.dockerHost), and acts while this replica holds it.
+	scope hostScope
 	// live tracks the passes in flight for the liveness check (one per manager).
 	live *passes
 
@@ -81,6 +80,9 @@ type SandboxReconciler struct {
 // bound to, the lifetime verdict, then credentials, then services, then one
 // publish. Each step returns early when its condition already holds.
 func (r *SandboxReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	if !r.scope.active() {
+		return ctrl.Result{}, nil // the replica that holds the host's Lease acts
+	}
 	sb := &sandboxv1.Sandbox{}
 	if err := r.Get(ctx, req.NamespacedName, sb); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -89,7 +91,7 @@ func (r *SandboxReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	// Note: an owned Secret's event reaches every host's queue; only the Sandbox's host acts.
-	if sb.Spec.DockerHost != r.hostName {
+	if sb.Spec.DockerHost != r.scope.name {
 		return ctrl.Result{}, nil
 	}
 	ctx = logf.IntoContext(ctx, logf.FromContext(ctx).WithValues("agentID", sb.Spec.AgentID))
@@ -162,7 +164,7 @@ func (r *SandboxReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.requeue = make(chan event.TypedGenericEvent[*sandboxv1.Sandbox], 1024)
 	pulls := host.NewPulls(r.Driver, r.wake, sandboxMetrics.observePull)
 	r.host = host.New(r.Driver, r.Options.StopTimeout, pulls)
-	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+	if err := mgr.Add(r.scope.runnable(func(ctx context.Context) error {
 		pulls.Start(ctx)
 		r.secrets.start(ctx)
 		<-ctx.Done()
@@ -181,7 +183,7 @@ func (r *SandboxReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		// Note: annotations too, for AnnotationReleaseDockerHost.
-		For(&sandboxv1.Sandbox{}, builder.WithPredicates(boundToHost(r.hostName), predicate.Or[client.Object](
+		For(&sandboxv1.Sandbox{}, builder.WithPredicates(boundToHost(r.scope.name), predicate.Or[client.Object](
 			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		// A credentials Secret deleted by hand is re-made at once (the manager caches
 		// only Secrets carrying SecretLabel).
@@ -190,8 +192,8 @@ func (r *SandboxReconciler) SetupWithManager(mgr ctrl.Manager) error {
 			UpdateFunc: func(event.UpdateEvent) bool { return false },
 		})).
 		WatchesRawSource(source.Channel(r.requeue, &handler.TypedEnqueueRequestForObject[*sandboxv1.Sandbox]{})).
-		WithOptions(hostControllerOptions(r.MaxConcurrentReconciles)).
-		WithLogConstructor(hostLogger(mgr, "sandbox", r.hostName)).
+		WithOptions(r.scope.options(r.MaxConcurrentReconciles)).
+		WithLogConstructor(hostLogger(mgr, "sandbox", r.scope.name)).
 		Named("sandbox").
 		Complete(r.live.wrap(observed(r, r.observe)))
 }

@@ -33,6 +33,9 @@ type Setup struct {
 	// (default DefaultDockerHostName); DockerEndpoint is its address, recorded in
 	// the DockerHost the manager creates for it when there is none.
 	DockerHostName, DockerEndpoint string
+	// Leases, when set, share the Docker hosts among manager replicas, one Lease
+	// per DockerHost; unset, the elected leader drives every host.
+	Leases *HostLeases
 	// Dial, when set, makes the driver of a registered DockerHost instead of
 	// connecting to its endpoint (tests give fake hosts).
 	Dial func(ctx context.Context, h *sandboxv1.DockerHost) (dd.Driver, error)

@@ -76,8 +76,8 @@ type SweepReconciler struct {
 	// is; both shared with the Sandbox reconciler.
 	events   *hostEvents
 	identity *host.Identity
-	// hostName is the DockerHost swept.
-	hostName string
+	// scope is the DockerHost swept.
+	scope hostScope
 
 	stream streamState
 
@@ -95,6 +95,9 @@ type SweepReconciler struct {
 
 // Reconcile is one sweep pass.
 func (r *SweepReconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Result, error) {
+	if !r.scope.active() {
+		return ctrl.Result{}, nil
+	}
 	start := time.Now()
 	defer func() { lifetimeMetrics.sweepSeconds.Observe(time.Since(start).Seconds()) }()
 	log := logf.FromContext(ctx)
@@ -237,15 +240,18 @@ func (r *SweepReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		WatchesRawSource(source.Kind(mgr.GetCache(), &sandboxv1.Sandbox{},
 			handler.TypedEnqueueRequestsFromMapFunc(toSweep),
 			predicate.TypedFuncs[*sandboxv1.Sandbox]{
-				DeleteFunc:  func(e event.TypedDeleteEvent[*sandboxv1.Sandbox]) bool { return e.Object.Spec.DockerHost == r.hostName },
+				DeleteFunc: func(e event.TypedDeleteEvent[*sandboxv1.Sandbox]) bool {
+					return e.Object.Spec.DockerHost == r.scope.name
+				},
 				CreateFunc:  func(event.TypedCreateEvent[*sandboxv1.Sandbox]) bool { return false },
 				UpdateFunc:  func(event.TypedUpdateEvent[*sandboxv1.Sandbox]) bool { return false },
 				GenericFunc: func(event.TypedGenericEvent[*sandboxv1.Sandbox]) bool { return false },
 			})).
 		WatchesRawSource(source.Func(r.startTriggers)).
-		WithLogConstructor(hostLogger(mgr, "sandbox-sweep", r.hostName)).
+		WithLogConstructor(hostLogger(mgr, "sandbox-sweep", r.scope.name)).
 		WithOptions(controller.Options{
 			SkipNameValidation:      ptr.To(true),
+			NeedLeaderElection:      ptr.To(r.scope.leaderOnly),
 			MaxConcurrentReconciles: 1,
 			RateLimiter:             workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](time.Second, r.Options.SweepInterval),
 		}).

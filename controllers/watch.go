@@ -39,7 +39,7 @@ const watchBuffer = 4096
 
 // setupDockerWatch adds the Docker event watch of the reconciler's host to the manager.
 func (r *SandboxReconciler) setupDockerWatch(mgr ctrl.Manager) error {
-	return mgr.Add(&dockerWatch{events: r.events, own: r.own, reader: mgr.GetCache(), enqueue: r.enqueue, host: r.hostName,
+	return mgr.Add(&dockerWatch{events: r.events, own: r.own, reader: mgr.GetCache(), enqueue: r.enqueue, host: r.scope.name, leaderOnly: r.scope.leaderOnly,
 		enqueuePool: func(k types.NamespacedName) { r.pokePool(k) }, forgetHost: r.identity.Forget})
 }
 
@@ -57,9 +57,10 @@ type dockerWatch struct {
 	events *hostEvents
 	own    *ownActions
 	// host is the DockerHost the events come from: names are looked up on it.
-	host    string
-	reader  client.Reader
-	enqueue func(types.NamespacedName)
+	host       string
+	leaderOnly bool
+	reader     client.Reader
+	enqueue    func(types.NamespacedName)
 	// enqueuePool re-queues a SandboxPool.
 	enqueuePool func(types.NamespacedName)
 	// forgetHost drops the proof of the Docker host's identity when the stream
@@ -67,8 +68,8 @@ type dockerWatch struct {
 	forgetHost func()
 }
 
-// NeedLeaderElection: only the leader acts on events.
-func (w *dockerWatch) NeedLeaderElection() bool { return true }
+// NeedLeaderElection: events are watched where the host's controllers run.
+func (w *dockerWatch) NeedLeaderElection() bool { return w.leaderOnly }
 
 func (w *dockerWatch) Start(ctx context.Context) error {
 	log := logf.FromContext(ctx).WithName("docker-events")

@@ -1,0 +1,74 @@
+package controllers_test
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
+	"github.com/roboco-sandbox/sandbox-controller/controllers"
+	dd "github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver"
+	"github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver/fake"
+)
+
+// replica runs a manager with no Docker host of its own that shares the
+// registered ones with other replicas through Leases in leaseNS.
+func replica(leaseNS, identity string, hosts map[string]*engineSim) (stop func()) {
+	dial := func(_ context.Context, h *sandboxv1.DockerHost) (dd.Driver, error) {
+		for name, sim := range hosts {
+			if h.Spec.Endpoint == "unix:///fake/"+name {
+				return sim, nil
+			}
+		}
+		return nil, fmt.Errorf("no fake at %s", h.Spec.Endpoint)
+	}
+	return startManagerWith(env.Config, nil, controllers.Setup{Options: testOptions(), Sweep: true,
+		HostIdentitySettle: time.Millisecond, Dial: dial,
+		Leases: &controllers.HostLeases{Namespace: leaseNS, Identity: identity, Duration: 2 * time.Second, RetryPeriod: 200 * time.Millisecond}})
+}
+
+func managerOf(name string) func() string {
+	return func() string { return dockerHost(name).Status.Manager }
+}
+
+var _ = Describe("Replicas sharing the Docker hosts", func() {
+	It("drives each host from one replica, and hands a stopped replica's host to another", func() {
+		ns, leaseNS := newNamespace(), newNamespace()
+		b, c := newHost(), newHost()
+		registerHost("share-b", nil, nil)
+		registerHost("share-c", nil, nil)
+		hosts := map[string]*engineSim{"share-b": b, "share-c": c}
+		stops := map[string]func(){"r1": replica(leaseNS, "r1", hosts), "r2": replica(leaseNS, "r2", hosts)}
+
+		Eventually(func() []string { return []string{managerOf("share-b")(), managerOf("share-c")()} }).
+			Should(ConsistOf("r1", "r2"), "each replica drives its fair share, one host")
+		var sbs []*sandboxv1.Sandbox
+		for _, h := range []string{"share-b", "share-c"} {
+			sb := newSandbox(ns, "on-"+h, "on-"+h, "redis")
+			sb.Spec.DockerHost = h
+			Expect(k8sClient.Create(ctx, sb)).To(Succeed())
+			sbs = append(sbs, sb)
+		}
+		for _, sb := range sbs {
+			waitReady(sb)
+		}
+
+		holder := managerOf("share-b")()
+		survivor := map[string]string{"r1": "r2", "r2": "r1"}[holder]
+		stops[holder]()
+		Eventually(managerOf("share-b"), 20*time.Second).Should(Equal(survivor))
+		Expect(managerOf("share-c")()).To(Equal(survivor))
+		late := newSandbox(ns, "late", "late-1", "redis")
+		late.Spec.DockerHost = "share-b"
+		Expect(k8sClient.Create(ctx, late)).To(Succeed())
+		waitReady(late)
+		for _, sb := range append(sbs, late) {
+			Expect(condition(sb, sandboxv1.ConditionReady)()).To(Equal("True/Ready"))
+		}
+		Expect(b.Calls(fake.VerbCreateContainer)).To(Equal(2), "one create per Sandbox on share-b: none twice across the handover")
+		Expect(c.Calls(fake.VerbCreateContainer)).To(Equal(1))
+	})
+})

@@ -1,0 +1,88 @@
+package controllers
+
+import (
+	"context"
+	"time"
+
+	coordv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+)
+
+// shed gives up the Leases held past share (the last by name), so that a replica
+// that joined gets its part.
+func (t *leaseTable) shed(ctx context.Context, share int) {
+	held := t.heldHosts()
+	for i := len(held) - 1; i >= share; i-- {
+		t.release(ctx, held[i])
+	}
+}
+
+// release stops acting on host, then frees its Lease for another replica (when
+// that fails, the Lease expires instead).
+func (t *leaseTable) release(ctx context.Context, host string) {
+	t.mu.Lock()
+	h, ok := t.held[host]
+	delete(t.held, host)
+	t.mu.Unlock()
+	if !ok {
+		return
+	}
+	t.onLose(host)
+	l := h.lease.DeepCopy()
+	l.Spec.HolderIdentity = ptr.To("")
+	if err := t.client.Update(ctx, l); err != nil {
+		logf.FromContext(ctx).Info("Could not free a host Lease; it expires instead", "dockerHost", host, "error", err.Error())
+	}
+}
+
+func (t *leaseTable) releaseAll(ctx context.Context) {
+	for _, host := range t.heldHosts() {
+		t.release(ctx, host)
+	}
+}
+
+// take acquires free host Leases (missing, freed, or unchanged for a whole
+// Duration) until this replica holds its share. Every write carries the Lease's
+// resourceVersion: of two replicas taking one Lease, one gets a conflict.
+func (t *leaseTable) take(ctx context.Context, hosts []string, byHost map[string]*coordv1.Lease, share int) error {
+	for _, host := range hosts {
+		if len(t.heldHosts()) >= share {
+			return nil
+		}
+		if t.holdsLease(host) {
+			continue
+		}
+		started := time.Now()
+		l, ok := byHost[host]
+		if !ok {
+			l = t.newLease(hostLeaseName(host), map[string]string{labelLeaseHost: host})
+			if err := t.client.Create(ctx, l); err != nil {
+				continue // another replica made it first
+			}
+		} else {
+			if ptr.Deref(l.Spec.HolderIdentity, "") != "" && !t.expired(l) {
+				continue
+			}
+			l = l.DeepCopy()
+			now := metav1.NewMicroTime(started)
+			l.Spec.HolderIdentity, l.Spec.AcquireTime, l.Spec.RenewTime = ptr.To(t.cfg.Identity), &now, &now
+			l.Spec.LeaseTransitions = ptr.To(ptr.Deref(l.Spec.LeaseTransitions, 0) + 1)
+			if err := t.client.Update(ctx, l); err != nil {
+				continue
+			}
+		}
+		t.keep(host, l, started)
+		logf.FromContext(ctx).Info("Took the Lease of a Docker host", "dockerHost", host)
+		t.onAcquire(host)
+	}
+	return nil
+}
+
+func (t *leaseTable) holdsLease(host string) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	_, ok := t.held[host]
+	return ok
+}
