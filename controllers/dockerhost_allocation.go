@@ -90,7 +90,7 @@ func (r *dockerHostReconciler) dialHost(ctx context.Context, h *sandboxv1.Docker
 		d, err := r.dial(ctx, h)
 		return d, "", err
 	}
-	return dial(ctx, r.api, h)
+	return dial(ctx, r.api, h, r.fleet.setup.UserAgent)
 }
 
 // currentTLSVersion is the resourceVersion of h's TLS Secret ("" without TLS or

@@ -24,8 +24,11 @@ var errInsecure = errors.New("a tcp:// endpoint needs spec.tls: a Docker daemon'
 // dial makes the driver of a DockerHost from its spec; the TLS material is read
 // live (the manager caches only credentials Secrets). tlsVersion is the Secret's
 // resourceVersion, so a rotated certificate re-dials.
-func dial(ctx context.Context, api crclient.Reader, h *sandboxv1.DockerHost) (driver dd.Driver, tlsVersion string, err error) {
+func dial(ctx context.Context, api crclient.Reader, h *sandboxv1.DockerHost, userAgent string) (driver dd.Driver, tlsVersion string, err error) {
 	opts := []dd.Option{dd.WithHost(h.Spec.Endpoint)}
+	if userAgent != "" {
+		opts = append(opts, dd.WithClientOptions(client.WithUserAgent(userAgent)))
+	}
 	if strings.HasPrefix(h.Spec.Endpoint, "tcp://") {
 		if h.Spec.TLS == nil {
 			return nil, "", errInsecure

@@ -36,6 +36,9 @@ type Setup struct {
 	// Leases, when set, share the Docker hosts among manager replicas, one Lease
 	// per DockerHost; unset, the elected leader drives every host.
 	Leases *HostLeases
+	// UserAgent is what the manager calls itself to the DockerHosts it dials (the
+	// daemons' logs then say which replica asked).
+	UserAgent string
 	// Dial, when set, makes the driver of a registered DockerHost instead of
 	// connecting to its endpoint (tests give fake hosts).
 	Dial func(ctx context.Context, h *sandboxv1.DockerHost) (dd.Driver, error)

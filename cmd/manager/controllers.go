@@ -20,7 +20,7 @@ func setupControllers(mgr ctrl.Manager, driver dd.Driver, s *settings) error {
 		return err
 	}
 	return controllers.Setup{Options: s.options, MaxConcurrentReconciles: s.maxConcurrentReconciles, Sweep: s.sweep,
-		DockerHostName: s.dockerHostName, DockerEndpoint: s.dockerHost, Leases: leases}.AddToManager(mgr, driver)
+		DockerHostName: s.dockerHostName, DockerEndpoint: s.dockerHost, Leases: leases, UserAgent: userAgent()}.AddToManager(mgr, driver)
 }
 
 // podNamespaceFile is where a Pod reads its own namespace.
@@ -41,10 +41,19 @@ func hostLeases(s *settings) (*controllers.HostLeases, error) {
 		}
 		ns = strings.TrimSpace(string(b))
 	}
-	name, err := os.Hostname()
-	if err != nil {
-		return nil, err
-	}
-	return &controllers.HostLeases{Namespace: ns, Identity: name + "_" + uuid.NewString(),
+	return &controllers.HostLeases{Namespace: ns, Identity: replicaIdentity,
 		Duration: s.leaseDuration, RetryPeriod: s.retryPeriod}, nil
 }
+
+// replicaIdentity names this process among the manager's replicas: its host
+// name (the Pod's) and a random part, as controller-runtime's leader election does.
+var replicaIdentity = func() string {
+	name, err := os.Hostname()
+	if err != nil {
+		name = "manager"
+	}
+	return name + "_" + uuid.NewString()
+}()
+
+// userAgent is what the manager calls itself to Docker daemons.
+func userAgent() string { return "sandbox-controller/" + replicaIdentity }

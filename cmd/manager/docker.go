@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/moby/moby/client"
 	"net/http"
 	"strings"
 	"time"
@@ -21,7 +22,8 @@ func ownDocker(ctx context.Context, s *settings) (dd.Driver, func(), error) {
 	if s.dockerHostName == "" {
 		return nil, func() {}, nil
 	}
-	driver, err := dd.New(dd.WithHost(s.dockerHost), dd.WithPullTimeout(s.pullTimeout))
+	driver, err := dd.New(dd.WithHost(s.dockerHost), dd.WithPullTimeout(s.pullTimeout),
+		dd.WithClientOptions(client.WithUserAgent(userAgent())))
 	if err != nil {
 		return nil, nil, fmt.Errorf("--docker-host %q: %w", s.dockerHost, err)
 	}

@@ -107,10 +107,14 @@ func start(ctx context.Context, s *settings) error {
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
 		return startupError{err}
 	}
+	// Note: a manager of registered DockerHosts only has no Docker of its own to
+	// be ready for; each host's health is its DockerHost's Ready condition.
+	readyz := healthz.Ping
 	if driver != nil {
-		if err := mgr.AddReadyzCheck("docker", dockerReadyz(driver)); err != nil {
-			return startupError{err}
-		}
+		readyz = dockerReadyz(driver)
+	}
+	if err := mgr.AddReadyzCheck("docker", readyz); err != nil {
+		return startupError{err}
 	}
 	if err := setupControllers(mgr, driver, s); err != nil {
 		return startupError{err}

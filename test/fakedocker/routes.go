@@ -42,7 +42,7 @@ func (s *Server) routes() *http.ServeMux {
 		{"/", s.unknown},
 	} {
 		mux.HandleFunc(r.pattern, func(w http.ResponseWriter, req *http.Request) {
-			s.stats.request(r.pattern)
+			s.stats.request(r.pattern, req.UserAgent())
 			r.h(w, req)
 		})
 	}

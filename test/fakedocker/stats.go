@@ -13,8 +13,10 @@ import (
 // Stats is what a daemon counted since it was made (across Down and Up).
 type Stats struct {
 	DaemonID string
-	// Requests counts the requests by endpoint, e.g. "POST /containers/create".
+	// Requests counts the requests by endpoint, e.g. "POST /containers/create";
+	// ByAgent counts them by the client's User-Agent too (which manager asked).
 	Requests map[string]int64
+	ByAgent  map[string]map[string]int64 `json:",omitempty"`
 	// Creates counts the containers created; NameConflicts the creates refused
 	// because the name was taken (how the driver learns that it, or another
 	// manager, made the container already).
@@ -46,17 +48,24 @@ const maxDuplicates = 100
 type counters struct {
 	mu                                        sync.Mutex
 	requests                                  map[string]int64
+	byAgent                                   map[string]map[string]int64
 	creates, nameConflicts, duplicates, execs int64
 	downs                                     int64
 	dups                                      []Duplicate
 }
 
-func newCounters() counters { return counters{requests: map[string]int64{}} }
+func newCounters() counters {
+	return counters{requests: map[string]int64{}, byAgent: map[string]map[string]int64{}}
+}
 
-func (c *counters) request(endpoint string) {
+func (c *counters) request(endpoint, agent string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.requests[endpoint]++
+	if c.byAgent[agent] == nil {
+		c.byAgent[agent] = map[string]int64{}
+	}
+	c.byAgent[agent][endpoint]++
 }
 
 func (c *counters) add(n *int64) {
@@ -146,8 +155,12 @@ func (s *Server) Stats() Stats {
 	c := &s.stats
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	byAgent := make(map[string]map[string]int64, len(c.byAgent))
+	for agent, reqs := range c.byAgent {
+		byAgent[agent] = maps.Clone(reqs)
+	}
 	return Stats{
-		DaemonID: s.daemonID, Requests: maps.Clone(c.requests),
+		DaemonID: s.daemonID, Requests: maps.Clone(c.requests), ByAgent: byAgent,
 		Creates: c.creates, NameConflicts: c.nameConflicts, Duplicates: c.duplicates,
 		DuplicateList: append([]Duplicate(nil), c.dups...), Execs: c.execs, Downs: c.downs, Containers: states,
 	}
