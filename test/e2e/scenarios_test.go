@@ -186,8 +186,8 @@ func TestKilledManagerConverges(t *testing.T) {
 	kubectl(t, "delete", "-n", ns, "sandboxes", "--all", "--timeout=120s")
 }
 
-// TestLeaderElection: of two managers only the leader acts; when it dies, the other
-// takes over.
+// TestLeaderElection: of two managers only the leader places Sandboxes, and only
+// one drives the Docker host (its Lease); when the leader dies, the other takes over.
 func TestLeaderElection(t *testing.T) {
 	leaderArgs := []string{"--leader-elect", "--leader-election-namespace", "default",
 		"--leader-election-id", "e2e-" + runID, "--leader-election-lease-duration", "4s",
@@ -215,8 +215,11 @@ func TestLeaderElection(t *testing.T) {
 	}
 	apply("first")
 	kubectl(t, "wait", "-n", ns, "--for=condition=Ready", "sandbox/first", "--timeout=120s")
-	if strings.Contains(follower.logText(), "Starting workers") || acquired(follower) {
-		t.Errorf("the follower acted while another manager led:\n%s", follower.logText())
+	if strings.Contains(follower.logText(), `Starting workers	{"controller": "sandbox-placement"`) || acquired(follower) {
+		t.Errorf("the follower placed while another manager led:\n%s", follower.logText())
+	}
+	if tookHost := func(m *manager) bool { return strings.Contains(m.logText(), "Took the Lease of a Docker host") }; tookHost(a) == tookHost(b) {
+		t.Errorf("want exactly one manager driving the Docker host; a took its Lease: %v, b: %v", tookHost(a), tookHost(b))
 	}
 
 	leader.kill()
