@@ -22,6 +22,7 @@ package fakedocker
 
 import (
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/hex"
 	"sync"
 
@@ -44,6 +45,9 @@ type Image struct {
 type Option func(*Server)
 
 // WithCPUs sets the host's CPU count (default 4).
+// WithTLS serves TLS with cfg (over tcp: a daemon's --tlsverify socket).
+func WithTLS(cfg *tls.Config) Option { return func(s *Server) { s.tls = cfg } }
+
 func WithCPUs(n int) Option { return func(s *Server) { s.cpus = n } }
 
 // WithDaemon sets the ID and name the daemon reports of itself (default: a
@@ -82,6 +86,7 @@ var DuplicateKeys = []string{host.LabelUID, host.LabelEngine}
 // Server is one fake Docker daemon. Its methods are safe for concurrent use.
 type Server struct {
 	cpus               int
+	tls                *tls.Config
 	daemonID, hostName string
 	anyNetwork         bool
 	pullAny            bool

@@ -2,6 +2,7 @@ package fakedocker
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"net"
 	"net/http"
@@ -54,6 +55,9 @@ func (s *Server) Up() error {
 		return err
 	}
 	l.addr = ln.Addr().String() // a TCP port asked as 0 stays the same across restarts
+	if s.tls != nil {
+		ln = tls.NewListener(ln, s.tls)
+	}
 	l.srv = &http.Server{Handler: s.handler(), ReadHeaderTimeout: time.Minute}
 	l.hijacked = map[net.Conn]bool{}
 	go func(srv *http.Server) { _ = srv.Serve(ln) }(l.srv)
