@@ -100,27 +100,46 @@ func TestFleetReplicasShareHosts(t *testing.T) {
 	placedSandbox(t, ns, "first", hosts[0])
 	placedSandbox(t, ns, "second", hosts[1])
 
-	// SIGSTOP a: b takes a's host once a's Lease expires.
-	if err := a.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+	// Freeze the replica driving hosts[0] in the middle of a pass (waiting for a
+	// container's start): the other takes the host once the Lease expires and
+	// finishes that Sandbox; the frozen one, resumed, must not go on with its pass.
+	frozen, other, idA := a, b, ids[0]
+	if !tookLease(a, hosts[0]) {
+		frozen, other = b, a
+	}
+	srv := servers[hosts[0]]
+	const start = "POST /containers/{id}/start"
+	srv.SetDelay(start, 3*time.Second)
+	starts := srv.Stats().Requests[start]
+	applyYAML(t, ns, fmt.Sprintf("apiVersion: sandbox.roboco.io/v1alpha1\nkind: Sandbox\nmetadata: {name: mid-pass}\n"+
+		"spec: {agentID: mid-pass-%s, dockerHost: %s, owner: {policy: None}, services: [{engine: redis}]}\n", runID, hosts[0]))
+	testenv.WaitFor(t, 30*time.Second, 10*time.Millisecond, "a container start in flight", func() bool {
+		return srv.Stats().Requests[start] > starts
+	})
+	if err := frozen.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
 	stopped := time.Now()
-	var idA, idB string
+	srv.SetDelay(start, 0)
 	testenv.WaitFor(t, 30*time.Second, poll, "one replica driving both hosts", func() bool {
 		m0, m1 := hostManager(t, hosts[0]), hostManager(t, hosts[1])
-		idB = m0
-		return m0 == m1
+		return m0 == m1 && m0 != idA
 	})
-	idA = map[bool]string{true: ids[1], false: ids[0]}[ids[0] == idB]
 	t.Logf("a frozen replica's host taken over %s after SIGSTOP (Lease 4s)", time.Since(stopped).Round(100*time.Millisecond))
+	kubectl(t, "wait", "-n", ns, "--for=condition=Ready", "--timeout=60s", "sandbox/mid-pass")
 	placedSandbox(t, ns, "while-frozen", hosts[0])
 	placedSandbox(t, ns, "while-frozen-2", hosts[1])
 	before := map[string]int64{}
 	for name, srv := range servers {
 		before[name] = mutations(srv, idA)
 	}
-	if err := a.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+	if err := frozen.cmd.Process.Signal(syscall.SIGCONT); err != nil {
 		t.Fatal(err)
+	}
+	// Note: a frozen leader finds its leader election lost and exits, as a Pod
+	// would, to be restarted: so is it here.
+	if frozen.ended(5 * time.Second) {
+		frozen = startManager(t, flags...)
 	}
 	testenv.WaitFor(t, 30*time.Second, poll, "the replicas sharing the hosts again", func() bool {
 		return hostManager(t, hosts[0]) != hostManager(t, hosts[1])
@@ -131,9 +150,8 @@ func TestFleetReplicasShareHosts(t *testing.T) {
 		}
 	}
 
-	// SIGKILL whichever replica holds hosts[0]: the other takes it.
-	victim := map[bool]*manager{true: a, false: b}[hostManager(t, hosts[0]) == idA]
-	victim.kill()
+	// SIGKILL the replica that drove both hosts meanwhile: the other takes its host.
+	other.kill()
 	killed := time.Now()
 	testenv.WaitFor(t, 30*time.Second, poll, "the survivor driving both hosts", func() bool {
 		m0, m1 := hostManager(t, hosts[0]), hostManager(t, hosts[1])
@@ -141,7 +159,7 @@ func TestFleetReplicasShareHosts(t *testing.T) {
 	})
 	t.Logf("a killed replica's hosts taken over %s after SIGKILL (Lease 4s)", time.Since(killed).Round(100*time.Millisecond))
 	placedSandbox(t, ns, "after-kill", hosts[0])
-	for _, name := range []string{"first", "second", "while-frozen", "while-frozen-2"} {
+	for _, name := range []string{"first", "second", "mid-pass", "while-frozen", "while-frozen-2"} {
 		kubectl(t, "wait", "-n", ns, "--for=condition=Ready", "--timeout=30s", "sandbox/"+name)
 	}
 	for name, srv := range servers {
@@ -155,4 +173,14 @@ func TestFleetReplicasShareHosts(t *testing.T) {
 			t.Errorf("%s: containers left after every Sandbox went: %v", name, srv.Stats().Containers)
 		}
 	}
+}
+
+// tookLease says whether the manager's log shows it taking host's Lease.
+func tookLease(m *manager, host string) bool {
+	for _, line := range strings.Split(m.logText(), "\n") {
+		if strings.Contains(line, "Took the Lease of a Docker host") && strings.Contains(line, `"`+host+`"`) {
+			return true
+		}
+	}
+	return false
 }

@@ -25,6 +25,7 @@ import (
 	"crypto/tls"
 	"encoding/hex"
 	"sync"
+	"time"
 
 	"github.com/roboco-sandbox/sandbox-controller/internal/host"
 )
@@ -85,8 +86,12 @@ var DuplicateKeys = []string{host.LabelUID, host.LabelEngine}
 
 // Server is one fake Docker daemon. Its methods are safe for concurrent use.
 type Server struct {
-	cpus               int
-	tls                *tls.Config
+	cpus   int
+	tls    *tls.Config
+	delays struct {
+		sync.Mutex
+		m map[string]time.Duration
+	}
 	daemonID, hostName string
 	anyNetwork         bool
 	pullAny            bool

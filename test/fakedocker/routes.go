@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/moby/moby/api/types/common"
 	"github.com/moby/moby/api/types/system"
@@ -43,6 +44,9 @@ func (s *Server) routes() *http.ServeMux {
 	} {
 		mux.HandleFunc(r.pattern, func(w http.ResponseWriter, req *http.Request) {
 			s.stats.request(r.pattern, req.UserAgent())
+			if d := s.delayOf(r.pattern); d > 0 {
+				time.Sleep(d)
+			}
 			r.h(w, req)
 		})
 	}
@@ -142,4 +146,22 @@ func (f filters) anyOf(term string, values ...string) bool {
 		}
 	}
 	return false
+}
+
+// SetDelay makes every request to the endpoint pattern (e.g. "POST
+// /containers/{id}/start") wait d before it is served, after it is counted: a
+// client is then known to be waiting in that call. Zero clears it.
+func (s *Server) SetDelay(pattern string, d time.Duration) {
+	s.delays.Lock()
+	defer s.delays.Unlock()
+	if s.delays.m == nil {
+		s.delays.m = map[string]time.Duration{}
+	}
+	s.delays.m[pattern] = d
+}
+
+func (s *Server) delayOf(pattern string) time.Duration {
+	s.delays.Lock()
+	defer s.delays.Unlock()
+	return s.delays.m[pattern]
 }
