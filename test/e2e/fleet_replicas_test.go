@@ -139,7 +139,7 @@ func TestFleetReplicasShareHosts(t *testing.T) {
 	// Note: a frozen leader finds its leader election lost and exits, as a Pod
 	// would, to be restarted: so is it here.
 	if frozen.ended(5 * time.Second) {
-		frozen = startManager(t, flags...)
+		startManager(t, flags...)
 	}
 	testenv.WaitFor(t, 30*time.Second, poll, "the replicas sharing the hosts again", func() bool {
 		return hostManager(t, hosts[0]) != hostManager(t, hosts[1])
