@@ -2,8 +2,9 @@
 // (etcd and kube-apiserver built by `make envtest` into bin/, with the generated
 // CRDs installed, and the built kubectl against it), waiting for a state
 // (WaitFor), the engine test images (EngineImages), counting Docker API calls
-// (CountDockerCalls), leaked volumes (NoVolumesLeaked) and the benchmarks' switch
-// and median. It is imported by tests only.
+// (CountDockerCalls), leaked volumes (NoVolumesLeaked), Docker daemons of a
+// suite's own (Dockerd) and the benchmarks' switch and median. It is imported by
+// tests only.
 package testenv
 
 import (

@@ -198,20 +198,20 @@ func (h *harness) startDocker(t *testing.T) {
 	t.Helper()
 	removeStale()
 	h.daemon = newDaemon(h.id, h.dir)
-	t.Cleanup(h.daemon.teardown)
-	if err := h.daemon.createBridge(); err != nil {
+	t.Cleanup(h.daemon.Teardown)
+	if err := h.daemon.CreateBridge(); err != nil {
 		t.Fatal(err)
 	}
-	if err := h.daemon.start(h.daemon.dataRoot); err != nil {
+	if err := h.daemon.Start(h.daemon.DataRoot); err != nil {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	if err := h.daemon.loadImages([]string{h.images.Plain["postgres"], h.images.Plain["redis"], h.images.Plain["mongo"]}); err != nil {
+	if err := h.daemon.LoadImages([]string{h.images.Plain["postgres"], h.images.Plain["redis"], h.images.Plain["mongo"]}); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("dockerd %s on %s, images loaded in %s", h.id, h.daemon.socket, time.Since(start).Round(time.Second))
+	t.Logf("dockerd %s on %s, images loaded in %s", h.id, h.daemon.Socket, time.Since(start).Round(time.Second))
 	var err error
-	if h.proxy, err = startProxy(filepath.Join(h.dir, "docker.sock"), h.daemon.socket); err != nil {
+	if h.proxy, err = startProxy(filepath.Join(h.dir, "docker.sock"), h.daemon.Socket); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(h.proxy.close)
@@ -269,7 +269,7 @@ func (h *harness) newRun(t *testing.T, s settings) *run {
 func (h *harness) startOwner(ctx context.Context, agentID string) error {
 	cctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
-	_, err := h.daemon.docker(cctx, "run", "-d", "--name", "roboco-agent-"+agentID, "--label", testLabel+"="+h.id,
+	_, err := h.daemon.Docker(cctx, "run", "-d", "--name", "roboco-agent-"+agentID, "--label", testLabel+"="+h.id,
 		"--restart", "always", "--tmpfs", "/data", "--entrypoint", "sleep", h.images.Plain["redis"], "infinity")
 	return err
 }
@@ -281,26 +281,26 @@ func (h *harness) startOwner(ctx context.Context, agentID string) error {
 func (h *harness) startStoppedOwners(ctx context.Context) {
 	cctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	out, err := h.daemon.docker(cctx, "ps", "-a", "-q", "--filter", "label="+testLabel+"="+h.id,
+	out, err := h.daemon.Docker(cctx, "ps", "-a", "-q", "--filter", "label="+testLabel+"="+h.id,
 		"--filter", "name=roboco-agent-", "--filter", "status=exited", "--filter", "status=created")
 	if err != nil || strings.TrimSpace(out) == "" {
 		return
 	}
-	_, _ = h.daemon.docker(cctx, append([]string{"start"}, strings.Fields(out)...)...)
+	_, _ = h.daemon.Docker(cctx, append([]string{"start"}, strings.Fields(out)...)...)
 }
 
 func (h *harness) removeOwner(ctx context.Context, rec *record) {
 	if rec.owned {
 		cctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 		defer cancel()
-		_, _ = h.daemon.docker(cctx, "rm", "-fv", "roboco-agent-"+rec.agentID)
+		_, _ = h.daemon.Docker(cctx, "rm", "-fv", "roboco-agent-"+rec.agentID)
 	}
 }
 
 func (h *harness) danglingVolumes(ctx context.Context) ([]string, error) {
 	cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
-	out, err := h.daemon.docker(cctx, "volume", "ls", "-q", "--filter", "dangling=true")
+	out, err := h.daemon.Docker(cctx, "volume", "ls", "-q", "--filter", "dangling=true")
 	return strings.Fields(out), err
 }
 

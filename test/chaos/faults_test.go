@@ -106,14 +106,14 @@ func sleep(ctx context.Context, d time.Duration) {
 // down for down, and starts it again; it measures the Docker calls the manager
 // makes meanwhile.
 func (r *run) restartDockerd(down time.Duration) error {
-	r.h.daemon.stop()
+	r.h.daemon.Stop()
 	before, t0 := r.h.proxy.worked(), time.Now()
 	time.Sleep(down)
 	calls, took := r.h.proxy.worked()-before, time.Since(t0)
 	if n := len(r.w.records()); n > 0 {
 		r.stats.downRates = append(r.stats.downRates, float64(calls)/took.Minutes()/float64(n))
 	}
-	if err := r.h.daemon.start(r.h.daemon.dataRoot); err != nil {
+	if err := r.h.daemon.Start(r.h.daemon.DataRoot); err != nil {
 		return err
 	}
 	r.h.startStoppedOwners(context.Background())
@@ -147,7 +147,7 @@ func (r *run) removeContainer(ctx context.Context, c *cycle, rnd *rand.Rand) err
 	victim := cs[rnd.IntN(len(cs))]
 	c.cause.services[victim.uid+"/"+victim.engine] = true
 	c.target = victim.name
-	_, err = r.h.daemon.docker(ctx, "rm", "-fv", victim.id)
+	_, err = r.h.daemon.Docker(ctx, "rm", "-fv", victim.id)
 	return err
 }
 
@@ -180,13 +180,13 @@ func (r *run) swapHost(ctx context.Context, hold time.Duration) error {
 	if err == nil && len(cs) > 0 {
 		acted = append(acted, fmt.Sprintf("%d containers of the Sandboxes made there", len(cs)))
 		for _, c := range cs {
-			_, _ = r.h.daemon.docker(ctx, "rm", "-fv", c.id)
+			_, _ = r.h.daemon.Docker(ctx, "rm", "-fv", c.id)
 		}
 	}
 	if len(acted) > 0 {
 		r.violate(invForeign, fmt.Sprintf("while the manager talked to another Docker host: %s (creates by name: %v)", strings.Join(acted, ", "), creates))
 	}
-	if err := r.h.daemon.restart(r.h.daemon.dataRoot); err != nil {
+	if err := r.h.daemon.restart(r.h.daemon.DataRoot); err != nil {
 		return err
 	}
 	r.h.startStoppedOwners(ctx)

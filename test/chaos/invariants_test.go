@@ -75,7 +75,7 @@ func (c container) setAside() bool { return strings.Contains(c.name, "-dead-") &
 func (h *harness) containers(ctx context.Context, instance string) ([]container, error) {
 	cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
-	out, err := h.daemon.docker(cctx, "ps", "-a", "--filter", "label=sandbox.roboco.io/instance="+instance, "--format",
+	out, err := h.daemon.Docker(cctx, "ps", "-a", "--filter", "label=sandbox.roboco.io/instance="+instance, "--format",
 		`{{.ID}}|{{.Names}}|{{.State}}|{{.Label "sandbox.roboco.io/uid"}}|{{.Label "sandbox.roboco.io/engine"}}|{{.Label "sandbox.roboco.io/credentials"}}`)
 	if err != nil {
 		return nil, err

@@ -29,7 +29,7 @@ func TestChaosOutage(t *testing.T) {
 	// The warm-up alone: the workload makes its Sandboxes, all Ready, then stops.
 	_ = r.execute(ctx)
 	n := len(r.w.records())
-	r.h.daemon.stop()
+	r.h.daemon.Stop()
 	var rates []string
 	var last float64
 	for start := time.Now(); time.Since(start) < outage; {
@@ -38,7 +38,7 @@ func TestChaosOutage(t *testing.T) {
 		last = float64(r.h.proxy.worked()-before) / time.Since(t0).Minutes() / float64(n)
 		rates = append(rates, fmt.Sprintf("%.2f", last))
 	}
-	if err := r.h.daemon.start(r.h.daemon.dataRoot); err != nil {
+	if err := r.h.daemon.Start(r.h.daemon.DataRoot); err != nil {
 		t.Fatal(err)
 	}
 	r.h.startStoppedOwners(ctx)

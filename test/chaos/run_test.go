@@ -284,7 +284,7 @@ func (r *run) teardown(ctx context.Context) {
 	}
 	if cs, err := r.h.containers(ctx, r.instance); err == nil {
 		for _, c := range cs {
-			_, _ = r.h.daemon.docker(ctx, "rm", "-fv", c.id)
+			_, _ = r.h.daemon.Docker(ctx, "rm", "-fv", c.id)
 		}
 	}
 	for _, rec := range append(r.w.records(), r.w.goneRecords()...) {

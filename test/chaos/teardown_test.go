@@ -4,9 +4,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/roboco-sandbox/sandbox-controller/internal/testenv"
 )
@@ -27,43 +25,41 @@ func TestChaosDaemonTeardown(t *testing.T) {
 	}
 	removeStale()
 	d := newDaemon("t"+strconv.Itoa(os.Getpid()%100000), t.TempDir())
-	t.Cleanup(d.teardown)
-	if err := d.createBridge(); err != nil {
+	t.Cleanup(d.Teardown)
+	if err := d.CreateBridge(); err != nil {
 		t.Fatal(err)
 	}
-	if err := d.start(d.altRoot); err != nil {
+	if err := d.Start(d.altRoot); err != nil {
 		t.Fatal(err)
 	}
-	if err := d.loadImages([]string{images.Plain["redis"]}); err != nil {
+	if err := d.LoadImages([]string{images.Plain["redis"]}); err != nil {
 		t.Fatal(err)
 	}
-	id, err := d.docker(t.Context(), "run", "-d", "--label", "sandbox.roboco.io/test=1", images.Plain["redis"])
+	id, err := d.Docker(t.Context(), "run", "-d", "--label", "sandbox.roboco.io/test=1", images.Plain["redis"])
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := d.docker(t.Context(), "inspect", "-f", "{{.State.Pid}}", strings.TrimSpace(id))
+	out, err := d.Docker(t.Context(), "inspect", "-f", "{{.State.Pid}}", strings.TrimSpace(id))
 	if err != nil {
 		t.Fatal(err)
 	}
 	pid, _ := strconv.Atoi(strings.TrimSpace(out))
 	// The daemon goes without stopping its container, as after its stop timeout.
-	_ = syscall.Kill(-d.process().Pid, syscall.SIGKILL)
-	time.Sleep(time.Second)
-	d.cmd = nil
-	if len(shims(d.execRootFor(d.altRoot))) == 0 || !alive(pid) {
+	d.Kill()
+	if len(testenv.Shims(d.ExecRootFor(d.altRoot))) == 0 || !testenv.Alive(pid) {
 		t.Fatal("the container did not outlive its daemon: the test reproduces nothing")
 	}
-	if err := d.start(d.dataRoot); err != nil {
+	if err := d.Start(d.DataRoot); err != nil {
 		t.Fatal(err)
 	}
-	d.teardown()
-	if left := shims(d.execRootFor(d.altRoot)); len(left) > 0 {
+	d.Teardown()
+	if left := testenv.Shims(d.ExecRootFor(d.altRoot)); len(left) > 0 {
 		t.Errorf("containerd shims of the other host still run: %v", left)
 	}
-	if alive(pid) {
+	if testenv.Alive(pid) {
 		t.Errorf("the other host's container process %d still runs", pid)
 	}
-	if m := mountsUnder(d.execRoot); len(m) > 0 {
-		t.Errorf("mounts left under %s: %v", d.execRoot, m)
+	if m := testenv.MountsUnder(d.ExecRoot); len(m) > 0 {
+		t.Errorf("mounts left under %s: %v", d.ExecRoot, m)
 	}
 }
