@@ -14,6 +14,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
 	dd "github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver"
@@ -58,6 +59,7 @@ func (r *dockerHostReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		setHostCondition(h, sandboxv1.ConditionReady, metav1.ConditionFalse, hostErrorReason(setErr), setErr.Error())
 	} else {
 		r.observe(ctx, h, hs)
+		r.requeueOnTurn(ctx, before, h, hs)
 	}
 	if r.fleet.leases != nil {
 		h.Status.Manager = r.fleet.leases.cfg.Identity
@@ -113,6 +115,28 @@ func (r *dockerHostReconciler) observe(ctx context.Context, h *sandboxv1.DockerH
 	h.Status.Identity = hostStatus(id)
 	setHostCondition(h, sandboxv1.ConditionReady, metav1.ConditionTrue, sandboxv1.ReasonReachable,
 		fmt.Sprintf("Docker %s answers; identity %s", info.ServerVersion, id.ID))
+}
+
+// requeueOnTurn re-queues the Sandboxes bound to h when its daemon has just
+// stopped answering, or answers again (Ready True before this pass and False now,
+// or the reverse). A settled Sandbox is otherwise looked at again only after the
+// resync period or once the host's event stream resyncs, and would report Ready
+// all the while its host is down; one backing off from Docker being down would
+// wait out its backoff (up to 5 minutes) once it is back.
+func (r *dockerHostReconciler) requeueOnTurn(ctx context.Context, before, h *sandboxv1.DockerHost, hs *hostSet) {
+	was := meta.FindStatusCondition(before.Status.Conditions, sandboxv1.ConditionReady)
+	is := meta.FindStatusCondition(h.Status.Conditions, sandboxv1.ConditionReady)
+	if was == nil || is == nil || was.Status == is.Status {
+		return
+	}
+	keys, err := boundTo(ctx, r.Client, h.Name)
+	if err != nil {
+		logf.FromContext(ctx).Error(err, "Listing the Sandboxes of a Docker host that went down or came back")
+		return
+	}
+	for _, key := range keys {
+		hs.sandboxes.enqueue(key)
+	}
 }
 
 // pingTimeout bounds one ping of a DockerHost's daemon.
