@@ -16,7 +16,7 @@ import (
 // host before its Lease can be another's: the fence refuses once the Lease is
 // older than Duration minus RetryPeriod by the replica's own clock.
 func TestFenceRefusesOnceTheLeaseMayBeAnothers(t *testing.T) {
-	table := newLeaseTable(HostLeases{Namespace: "ns", Identity: "me", Duration: 300 * time.Millisecond, RetryPeriod: 100 * time.Millisecond}, nil)
+	table := newLeaseTable(HostLeases{Namespace: "ns", Identity: "me", Duration: 300 * time.Millisecond, RetryPeriod: 100 * time.Millisecond}, nil, nil)
 	host := fake.New()
 	host.AddImage("img", fake.Image{})
 	f := fenced{Driver: host, holds: func() bool { return table.holds("h") }}

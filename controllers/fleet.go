@@ -89,7 +89,7 @@ func newFleet(mgr ctrl.Manager, s Setup) (*fleet, error) {
 		return nil, err
 	}
 	if s.Leases != nil {
-		f.leases = newLeaseTable(*s.Leases, mgr.GetClient())
+		f.leases = newLeaseTable(*s.Leases, mgr.GetClient(), mgr.GetAPIReader())
 		f.leases.hosts = f.hostNames
 		f.leases.onAcquire = func(name string) { f.wake(context.Background(), name) }
 		f.leases.onLose = func(string) {}

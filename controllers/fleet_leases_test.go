@@ -40,6 +40,7 @@ var _ = Describe("Replicas sharing the Docker hosts", func() {
 		b, c := newHost(), newHost()
 		registerHost("share-b", nil, nil)
 		registerHost("share-c", nil, nil)
+		registerHost("share-a", nil, nil) // a host neither can dial: it still counts in the share
 		hosts := map[string]*engineSim{"share-b": b, "share-c": c}
 		stops := map[string]func(){"r1": replica(leaseNS, "r1", hosts), "r2": replica(leaseNS, "r2", hosts)}
 

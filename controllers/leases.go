@@ -34,6 +34,9 @@ const (
 type leaseTable struct {
 	cfg    HostLeases
 	client client.Client
+	// api lists the Leases live: in the Leases' namespace only (the manager's
+	// Role grants no more), and never behind this replica's own writes.
+	api client.Reader
 	// hosts lists the DockerHosts to share; onAcquire and onLose are told of a
 	// Lease taken or given up (onLose before it is given up).
 	hosts             func(ctx context.Context) ([]string, error)
@@ -54,8 +57,8 @@ type observation struct {
 	since                   time.Time
 }
 
-func newLeaseTable(cfg HostLeases, c client.Client) *leaseTable {
-	return &leaseTable{cfg: cfg, client: c, held: map[string]heldLease{}, observed: map[string]observation{}}
+func newLeaseTable(cfg HostLeases, c client.Client, api client.Reader) *leaseTable {
+	return &leaseTable{cfg: cfg, client: c, api: api, held: map[string]heldLease{}, observed: map[string]observation{}}
 }
 
 // holds says whether this replica may act on host now: it holds its Lease, and

@@ -24,7 +24,7 @@ func (t *leaseTable) round(ctx context.Context) error {
 		return err
 	}
 	var list coordv1.LeaseList
-	if err := t.client.List(ctx, &list, client.InNamespace(t.cfg.Namespace)); err != nil {
+	if err := t.api.List(ctx, &list, client.InNamespace(t.cfg.Namespace)); err != nil {
 		return err
 	}
 	byHost, members := t.observe(list.Items)

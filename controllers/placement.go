@@ -51,14 +51,21 @@ func (pl *placer) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result,
 	if !sb.DeletionTimestamp.IsZero() && sb.Status.DockerHost == nil {
 		return ctrl.Result{}, nil // never placed, so nothing of it exists on any host
 	}
+	return pl.place(ctx, sb, pl.sandboxPlaceable(sb), func(host string) { sb.Spec.DockerHost = host },
+		func(why string) error { return pl.unschedulable(ctx, sb, why) })
+}
+
+// place decides p's host and binds obj to it: the capacity reserved first, then
+// spec.dockerHost set (bind) in a patch that fails if obj changed meanwhile. No
+// fitting host: unschedulable says why, and it is looked at again.
+func (pl *placer) place(ctx context.Context, obj client.Object, p placeable, bind func(host string), unschedulable func(why string) error) (ctrl.Result, error) {
 	var hosts sandboxv1.DockerHostList
 	if err := pl.List(ctx, &hosts); err != nil {
 		return ctrl.Result{}, err
 	}
-	p := pl.sandboxPlaceable(sb)
 	d := pl.decide(ctx, p, hosts.Items)
 	if d.host == "" {
-		return ctrl.Result{RequeueAfter: jitter(unschedulableRecheck)}, pl.unschedulable(ctx, sb, d.why)
+		return ctrl.Result{RequeueAfter: jitter(unschedulableRecheck)}, unschedulable(d.why)
 	}
 	if err := reserve(ctx, pl.Client, pl.api, d.host, p); err != nil {
 		if errors.Is(err, errNoRoom) || apierrors.IsConflict(err) {
@@ -66,12 +73,12 @@ func (pl *placer) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result,
 		}
 		return ctrl.Result{}, err
 	}
-	patch := client.MergeFromWithOptions(sb.DeepCopy(), client.MergeFromWithOptimisticLock{})
-	sb.Spec.DockerHost = d.host
-	if err := pl.Patch(ctx, sb, patch); err != nil {
+	patch := client.MergeFromWithOptions(obj.DeepCopyObject().(client.Object), client.MergeFromWithOptimisticLock{})
+	bind(d.host)
+	if err := pl.Patch(ctx, obj, patch); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	logf.FromContext(ctx).Info("Sandbox placed", "dockerHost", d.host)
+	logf.FromContext(ctx).Info("Placed", "dockerHost", d.host)
 	return ctrl.Result{}, nil
 }
 

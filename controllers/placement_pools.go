@@ -2,10 +2,8 @@ package controllers
 
 import (
 	"context"
-	"errors"
 
 	"k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -30,32 +28,13 @@ func (pp poolPlacer) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := pp.Get(ctx, req.NamespacedName, pool); err != nil || pool.Spec.DockerHost != "" || !pool.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	var hosts sandboxv1.DockerHostList
-	if err := pp.List(ctx, &hosts); err != nil {
-		return ctrl.Result{}, err
-	}
 	p := placeable{key: pool.Namespace + "/" + pool.Name, uid: string(pool.UID), selector: pool.Spec.DockerHostSelector,
 		need: poolDemand(pool, pp.memoryOf(pool.Spec.Service.Resources))}
 	if pool.Status.DockerHost != nil {
 		p.legacyID = pool.Status.DockerHost.ID
 	}
-	d := pp.decide(ctx, p, hosts.Items)
-	if d.host == "" {
-		return ctrl.Result{RequeueAfter: jitter(unschedulableRecheck)}, pp.poolUnschedulable(ctx, pool, d.why)
-	}
-	if err := reserve(ctx, pp.Client, pp.api, d.host, p); err != nil {
-		if errors.Is(err, errNoRoom) || apierrors.IsConflict(err) {
-			return ctrl.Result{RequeueAfter: conflictRetry}, nil
-		}
-		return ctrl.Result{}, err
-	}
-	patch := client.MergeFromWithOptions(pool.DeepCopy(), client.MergeFromWithOptimisticLock{})
-	pool.Spec.DockerHost = d.host
-	if err := pp.Patch(ctx, pool, patch); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
-	}
-	logf.FromContext(ctx).Info("SandboxPool placed", "dockerHost", d.host)
-	return ctrl.Result{}, nil
+	return pp.place(ctx, pool, p, func(host string) { pool.Spec.DockerHost = host },
+		func(why string) error { return pp.poolUnschedulable(ctx, pool, why) })
 }
 
 func (pp poolPlacer) poolUnschedulable(ctx context.Context, pool *sandboxv1.SandboxPool, why string) error {
