@@ -32,7 +32,7 @@ func (s staleReader) Get(_ context.Context, _ client.ObjectKey, obj client.Objec
 func TestReserveLastCapacityOnce(t *testing.T) {
 	scheme := NewScheme()
 	h := &sandboxv1.DockerHost{ObjectMeta: metav1.ObjectMeta{Name: "h"},
-		Spec: sandboxv1.DockerHostSpec{Endpoint: "unix:///x.sock", Capacity: &sandboxv1.DockerHostCapacity{Sandboxes: ptr.To[int32](3)}},
+		Spec:   sandboxv1.DockerHostSpec{Endpoint: "unix:///x.sock", Capacity: &sandboxv1.DockerHostCapacity{Sandboxes: ptr.To[int32](3)}},
 		Status: sandboxv1.DockerHostState{Allocated: sandboxv1.Allocation{Sandboxes: 2}}}
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(h).WithStatusSubresource(h).Build()
 	ctx := context.Background()
