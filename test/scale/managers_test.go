@@ -121,3 +121,17 @@ func byLabel(scrapes []metrics, name, label string) map[string]float64 {
 	}
 	return out
 }
+
+// passes sums up a controller's passes so far over all managers: how many, their
+// mean time, and their mean wait in the queue.
+func passes(scrapes []metrics, controller string) string {
+	label := `controller="` + controller + `"`
+	n := sum(scrapes, "controller_runtime_reconcile_time_seconds_count", label)
+	queued := sum(scrapes, "workqueue_queue_duration_seconds_count", label)
+	if n == 0 || queued == 0 {
+		return controller + ": no pass"
+	}
+	return fmt.Sprintf("%s: %.0f passes, %.0f ms each, %.0f ms queued", controller, n,
+		1000*sum(scrapes, "controller_runtime_reconcile_time_seconds_sum", label)/n,
+		1000*sum(scrapes, "workqueue_queue_duration_seconds_sum", label)/queued)
+}

@@ -135,6 +135,9 @@ func (r *run) grow(target int) step {
 	least, most, _ := r.tr.spread(r.cfg.hosts)
 	r.t.Logf("%d Sandboxes: created in %s, all Ready after %s, %d..%d per host; at rest: %s", target,
 		created.Round(time.Millisecond), s.toReady.Round(time.Millisecond), least, most, s.idle)
+	scrapes := r.ms.scrape()
+	r.t.Logf("  so far: %s; %s; %s; load average %s", passes(scrapes, "sandbox-placement"), passes(scrapes, "sandbox"),
+		passes(scrapes, "dockerhost"), loadAvg())
 	return s
 }
 
@@ -145,7 +148,7 @@ func (r *run) restart() restart {
 	r.t.Helper()
 	n := len(r.ms.all)
 	out := restart{managers: n, sandboxes: r.created}
-	creates := r.fake.fakeStats(r.t).Creates
+	before := r.fake.fakeStats(r.t)
 	r.tr.mark()
 	at := time.Now()
 	r.ms.stop(r.cfg.signal)
@@ -153,8 +156,12 @@ func (r *run) restart() restart {
 	at = time.Now()
 	r.ms.start(n)
 	deadline := at.Add(time.Duration(r.created) * time.Second)
+	var marks []string // when a quarter more were looked at
 	for {
 		o := r.fake.observed(r.t, at)
+		for len(marks) < 4 && o.Observed >= (len(marks)+1)*r.created/4 {
+			marks = append(marks, time.Since(at).Round(100*time.Millisecond).String())
+		}
 		if o.Observed >= r.created && r.tr.readyCount() >= r.created {
 			break
 		}
@@ -166,10 +173,17 @@ func (r *run) restart() restart {
 	}
 	out.converged = time.Since(at)
 	out.leftReady = r.tr.leftReady()
-	out.creates = r.fake.fakeStats(r.t).Creates - creates
+	after := r.fake.fakeStats(r.t)
+	out.creates = after.Creates - before.Creates
+	secs := out.converged.Seconds()
+	// The new managers' counters start at zero: all of theirs is the restart's.
+	scrapes := r.ms.scrape()
+	api := perEndpoint(nil, intCounts(byLabel(scrapes, "rest_client_requests_total", "method")), secs)
+	r.t.Logf("  meanwhile, per second: API %s; Docker %s; %s; the managers used %.0f%% CPU; load average %s", api,
+		perEndpoint(before.Requests, after.Requests, secs), passes(scrapes, "sandbox"), 100*r.ms.cpuSeconds()/secs, loadAvg())
 	r.noDuplicates("after the restart")
-	r.t.Logf("restart of %d manager(s) (SIG%s): stopped in %s; converged %s after the start; %d Sandboxes left Ready meanwhile, %d containers created",
-		n, r.cfg.sigName, out.stopped.Round(time.Millisecond), out.converged.Round(time.Millisecond), out.leftReady, out.creates)
+	r.t.Logf("restart of %d manager(s) (SIG%s): stopped in %s; converged %s after the start (a quarter, half, three quarters, all looked at after %s); %d Sandboxes left Ready meanwhile, %d containers created",
+		n, r.cfg.sigName, out.stopped.Round(time.Millisecond), out.converged.Round(time.Millisecond), strings.Join(marks, ", "), out.leftReady, out.creates)
 	return out
 }
 
