@@ -30,8 +30,7 @@ type managers struct {
 	starts         int
 }
 
-// start runs n managers and waits until each answers /healthz (a manager with no
-// Docker host of its own has no readiness check: /readyz answers 404).
+// start runs n managers and waits until each answers /readyz.
 func (ms *managers) start(n int) {
 	t := ms.t
 	t.Helper()
@@ -57,8 +56,8 @@ func (ms *managers) start(n int) {
 		ms.all = append(ms.all, m)
 	}
 	for _, m := range ms.all {
-		testenv.WaitFor(t, time.Minute, 100*time.Millisecond, m.name+"'s /healthz", func() bool {
-			_, err := get("http://" + m.health + "/healthz")
+		testenv.WaitFor(t, time.Minute, 100*time.Millisecond, m.name+"'s /readyz", func() bool {
+			_, err := get("http://" + m.health + "/readyz")
 			return err == nil
 		})
 	}
