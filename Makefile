@@ -105,8 +105,18 @@ chaos-planted: images ## Show that the chaos suite catches each planted bug (a m
 	CHAOS_PLANTED=1 KUBEBUILDER_ASSETS="$$(hack/build-envtest.sh)" go test -count=1 -timeout 60m -v -run 'TestChaosPlanted' ./test/chaos/
 
 .PHONY: bench
-bench: images ## Measure create→Ready per engine, the trio and each sample (medians of 5, ratios), a cold postgres+redis Sandbox against testcontainers-go on the same images (hack/tcbench, 10 interleaved rounds), idle Docker calls, the manager's idle CPU and memory with 50 Sandboxes, and warm pools: claims against cold on two clocks (p50/p99 of 20 interleaved), a claim's steps, a burst of 20 and its refill, and full idle pools' cost.
+bench: images ## Measure create→Ready per engine, the trio and each sample (medians of 5, ratios), a cold postgres+redis Sandbox against testcontainers-go on the same images (hack/tcbench, 10 interleaved rounds), idle Docker calls, the manager's idle CPU and memory with 50 Sandboxes, and warm pools: claims against cold on two clocks (p50/p99 of 20 interleaved), a claim's steps, a burst of 20 and its refill, and full idle pools' cost; then the fleet's scale benchmark (bench-scale).
 	SANDBOX_BENCH=1 KUBEBUILDER_ASSETS="$$(hack/build-envtest.sh)" go test -p 1 -count=1 -timeout 90m -run TestBench -v ./test/integration/ ./test/e2e/ | grep -E '^(=== RUN|--- |\s+\S+_test.go|ok|FAIL)'
+	$(MAKE) bench-scale
+
+# The scale benchmark's last step (SCALE_SANDBOXES=1000 for a quick run), its hosts and its runs' replica counts.
+SCALE_SANDBOXES ?= 5000
+SCALE_HOSTS ?= 50
+SCALE_MANAGERS ?= 1,3
+
+.PHONY: bench-scale
+bench-scale: ## The fleet at scale: SCALE_SANDBOXES (5000; steps 1,000, 2,000, 5,000) redis Sandboxes over SCALE_HOSTS (50) fake Docker hosts, by 1 and by 3 managers: time to Ready, memory per 1,000, API and Docker requests at rest, restart convergence, no duplicate create.
+	SANDBOX_BENCH=1 SCALE_SANDBOXES=$(SCALE_SANDBOXES) SCALE_HOSTS=$(SCALE_HOSTS) SCALE_MANAGERS=$(SCALE_MANAGERS) KUBEBUILDER_ASSETS="$$(hack/build-envtest.sh)" go test -count=1 -timeout 180m -run TestBenchScale -v ./test/scale/ | grep -E '^(=== RUN|--- |\s+\S+_test.go|ok|FAIL)'
 
 ##@ Build
 

@@ -34,6 +34,8 @@ type ctr struct {
 	done     chan struct{}
 	script   fake.Script
 	scripted bool
+	// observed is when a client last looked at this container on its own (Observed).
+	observed time.Time
 }
 
 type logLine struct {

@@ -70,11 +70,16 @@ func (h Hosts) Summary() Summary {
 }
 
 // Control is what a benchmark drives the daemons with, over HTTP:
-// GET /stats (the Summary), and POST /hosts/{i}/down, /up, /restart, /stall
+// GET /stats (the Summary), GET /observed?since=<RFC 3339> (Observed), and POST /hosts/{i}/down, /up, /restart, /stall
 // and /resume for the daemon numbered i.
 func (h Hosts) Control() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /stats", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, http.StatusOK, h.Summary()) })
+	mux.HandleFunc("GET /observed", func(w http.ResponseWriter, r *http.Request) {
+		if since, ok := sinceParam(w, r); ok {
+			writeJSON(w, http.StatusOK, h.Observed(since))
+		}
+	})
 	var mu sync.Mutex
 	resumes := make([]func(), len(h))
 	mux.HandleFunc("POST /hosts/{i}/{action}", func(w http.ResponseWriter, r *http.Request) {

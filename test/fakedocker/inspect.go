@@ -19,7 +19,10 @@ import (
 func dockerTime(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
 
 func (s *Server) containerInspect(w http.ResponseWriter, r *http.Request) {
-	s.withContainer(w, r, func(c *ctr) { writeJSON(w, http.StatusOK, c.inspect()) })
+	s.withContainer(w, r, func(c *ctr) {
+		c.observe()
+		writeJSON(w, http.StatusOK, c.inspect())
+	})
 }
 
 // inspect is c as Docker reports it. Callers hold s.mu.
@@ -59,11 +62,14 @@ func (s *Server) containerList(w http.ResponseWriter, r *http.Request) {
 	all := r.URL.Query().Get("all") == "1" || r.URL.Query().Get("all") == "true"
 	s.mu.Lock()
 	out := []container.Summary{}
+	var listed []*ctr
 	for _, c := range s.containers {
 		if (all || c.state == container.StateRunning) && f.labelsMatch(c.config.Labels) {
 			out = append(out, c.summary())
+			listed = append(listed, c)
 		}
 	}
+	observeListed(f, listed)
 	s.mu.Unlock()
 	slices.SortFunc(out, func(a, b container.Summary) int {
 		return cmp.Or(cmp.Compare(b.Created, a.Created), strings.Compare(a.ID, b.ID))

@@ -40,6 +40,7 @@ func (s *Server) routes() *http.ServeMux {
 		{"GET /exec/{id}/json", s.execInspect},
 		{"GET /events", s.eventStream},
 		{"GET /_fake/stats", s.statsHandler},
+		{"GET /_fake/observed", s.observedHandler},
 		{"/", s.unknown},
 	} {
 		mux.HandleFunc(r.pattern, func(w http.ResponseWriter, req *http.Request) {
