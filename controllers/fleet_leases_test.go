@@ -15,8 +15,9 @@ import (
 )
 
 // replica runs a manager with no Docker host of its own that shares the
-// registered ones with other replicas through Leases in leaseNS.
-func replica(leaseNS, identity string, hosts map[string]*engineSim) (stop func()) {
+// registered ones with other replicas through Leases in leaseNS, each held for
+// duration unless renewed.
+func replica(leaseNS, identity string, hosts map[string]*engineSim, duration time.Duration) (stop func()) {
 	dial := func(_ context.Context, h *sandboxv1.DockerHost) (dd.Driver, error) {
 		for name, sim := range hosts {
 			if h.Spec.Endpoint == "unix:///fake/"+name {
@@ -27,7 +28,7 @@ func replica(leaseNS, identity string, hosts map[string]*engineSim) (stop func()
 	}
 	return startManagerWith(env.Config, nil, controllers.Setup{Options: testOptions(), Sweep: true,
 		HostIdentitySettle: time.Millisecond, Dial: dial,
-		Leases: &controllers.HostLeases{Namespace: leaseNS, Identity: identity, Duration: 2 * time.Second, RetryPeriod: 200 * time.Millisecond}})
+		Leases: &controllers.HostLeases{Namespace: leaseNS, Identity: identity, Duration: duration, RetryPeriod: 200 * time.Millisecond}})
 }
 
 func managerOf(name string) func() string {
@@ -42,7 +43,7 @@ var _ = Describe("Replicas sharing the Docker hosts", func() {
 		registerHost("share-c", nil, nil)
 		registerHost("share-a", nil, nil) // a host neither replica can dial: it still counts in the share
 		hosts := map[string]*engineSim{"share-b": b, "share-c": c}
-		stops := map[string]func(){"r1": replica(leaseNS, "r1", hosts), "r2": replica(leaseNS, "r2", hosts)}
+		stops := map[string]func(){"r1": replica(leaseNS, "r1", hosts, 2*time.Second), "r2": replica(leaseNS, "r2", hosts, 2*time.Second)}
 
 		// Note: the suite's implicit host (local) may exist too: it counts in the shares.
 		Eventually(func() map[string]int {
@@ -82,5 +83,24 @@ var _ = Describe("Replicas sharing the Docker hosts", func() {
 		}
 		Expect(b.Calls(fake.VerbCreateContainer)).To(Equal(2), "one create per Sandbox on share-b: none twice across the handover")
 		Expect(c.Calls(fake.VerbCreateContainer)).To(Equal(1))
+	})
+
+	It("hands a cleanly stopped replica's hosts to the other at once, not after its Leases expire", func() {
+		leaseNS := newNamespace()
+		hosts := map[string]*engineSim{"quit-b": newHost(), "quit-c": newHost()}
+		registerHost("quit-b", nil, nil)
+		registerHost("quit-c", nil, nil)
+		const long = time.Minute // far longer than the handover may take
+		stops := map[string]func(){"r1": replica(leaseNS, "r1", hosts, long), "r2": replica(leaseNS, "r2", hosts, long)}
+		Eventually(managerOf("quit-b")).ShouldNot(BeEmpty())
+		Eventually(managerOf("quit-c")).ShouldNot(BeEmpty())
+
+		holder := managerOf("quit-b")()
+		survivor := map[string]string{"r1": "r2", "r2": "r1"}[holder]
+		stops[holder]()
+		// The stopped replica frees its host Leases and says it is gone, so the
+		// survivor's share is every host again (whichever of them it held before).
+		Eventually(managerOf("quit-b"), 15*time.Second).Should(Equal(survivor))
+		Eventually(managerOf("quit-c"), 15*time.Second).Should(Equal(survivor))
 	})
 })

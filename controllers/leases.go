@@ -76,8 +76,9 @@ func (t *leaseTable) holds(host string) bool {
 // NeedLeaderElection: every replica shares the hosts.
 func (t *leaseTable) NeedLeaderElection() bool { return false }
 
-// Start runs the table until ctx ends, then gives up every Lease it holds so
-// that another replica takes over without waiting for them to expire.
+// Start runs the table until ctx ends, then gives up every Lease it holds and
+// its member Lease, so that the others take its hosts over (their shares grown
+// by its going) without waiting for any Lease to expire.
 func (t *leaseTable) Start(ctx context.Context) error {
 	log := logf.FromContext(ctx).WithName("host-leases")
 	tick := time.NewTicker(t.cfg.RetryPeriod)
@@ -89,6 +90,7 @@ func (t *leaseTable) Start(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			t.releaseAll(context.WithoutCancel(ctx))
+			t.leave(context.WithoutCancel(ctx))
 			return nil
 		case <-tick.C:
 		}

@@ -30,7 +30,7 @@ func (t *leaseTable) round(ctx context.Context) error {
 	byHost, members := t.observe(list.Items)
 	live := 1
 	for name, m := range members {
-		if name != t.memberName() && !t.expired(m) {
+		if name != t.memberName() && ptr.Deref(m.Spec.HolderIdentity, "") != "" && !t.expired(m) {
 			live++
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	coordv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 )
 
@@ -40,6 +41,20 @@ func (t *leaseTable) release(ctx context.Context, host string) {
 func (t *leaseTable) releaseAll(ctx context.Context) {
 	for _, host := range t.heldHosts() {
 		t.release(ctx, host)
+	}
+}
+
+// leave empties this replica's member Lease: the others stop counting it live
+// at their next round instead of after Duration.
+func (t *leaseTable) leave(ctx context.Context) {
+	var l coordv1.Lease
+	err := t.api.Get(ctx, client.ObjectKey{Namespace: t.cfg.Namespace, Name: t.memberName()}, &l)
+	if err == nil {
+		l.Spec.HolderIdentity = ptr.To("")
+		err = t.client.Update(ctx, &l)
+	}
+	if client.IgnoreNotFound(err) != nil {
+		logf.FromContext(ctx).Info("Could not free this replica's member Lease; it expires instead", "error", err.Error())
 	}
 }
 
