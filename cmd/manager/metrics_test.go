@@ -78,7 +78,7 @@ func TestSecureMetrics(t *testing.T) {
 // metrics address once it serves.
 func startManager(t *testing.T, cfg *rest.Config, args ...string) string {
 	t.Helper()
-	addr := freeAddr(t)
+	addr := testenv.FreeAddr(t)
 	s, err := parseSettings(append(args, "--metrics-bind-address="+addr, "--health-probe-bind-address=0"), noEnv, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -125,16 +125,6 @@ func scrape(t *testing.T, c *http.Client, addr, token string) (int, string) {
 		t.Fatal(err)
 	}
 	return res.StatusCode, string(body)
-}
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = l.Close() }()
-	return l.Addr().String()
 }
 
 // writeCert writes a self-signed tls.crt and tls.key for 127.0.0.1 into a new

@@ -58,14 +58,9 @@ func run(m *testing.M) int {
 			fmt.Fprintln(os.Stderr, err)
 		}
 	}()
-	for bin, pkg := range map[string]string{"manager": "./cmd/manager", "orchestrator": "./examples/orchestrator"} {
-		build := exec.Command("go", "build", "-o", filepath.Join(binDir, bin), pkg)
-		build.Dir = testenv.Root()
-		build.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := build.CombinedOutput(); err != nil {
-			fmt.Fprintf(os.Stderr, "building %s: %v\n%s", pkg, err, out)
-			return 1
-		}
+	if err := testenv.BuildBinaries(binDir, map[string]string{"manager": "./cmd/manager", "orchestrator": "./examples/orchestrator"}); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
 	}
 	if images, err = testenv.EngineImages(); err != nil {
 		fmt.Fprintln(os.Stderr, err)

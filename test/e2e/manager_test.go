@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -24,20 +23,6 @@ type manager struct {
 	exited chan struct{}
 }
 
-func freePort(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	// Closed before the manager binds the port: a listener left open would hold it.
-	if err := l.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return addr
-}
-
 // startManager runs bin/manager against the test API server, as an operator would.
 func startManager(t *testing.T, extra ...string) *manager {
 	t.Helper()
@@ -48,7 +33,7 @@ func startManager(t *testing.T, extra ...string) *manager {
 // environment, and waits until it is ready.
 func startBinary(t *testing.T, bin string, vars []string, extra ...string) *manager {
 	t.Helper()
-	m := &manager{log: filepath.Join(binDir, fmt.Sprintf("manager-%d.log", time.Now().UnixNano())), health: freePort(t),
+	m := &manager{log: filepath.Join(binDir, fmt.Sprintf("manager-%d.log", time.Now().UnixNano())), health: testenv.FreeAddr(t),
 		exited: make(chan struct{})}
 	args := []string{
 		"--kubeconfig", env.Kubeconfig(),

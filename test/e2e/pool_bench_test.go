@@ -33,7 +33,7 @@ var sandboxPools = schema.GroupVersionResource{Group: "sandbox.roboco.io", Versi
 func TestBenchPoolClaim(t *testing.T) {
 	testenv.BenchOnly(t)
 	n := benchCount("SANDBOX_BENCH_CLAIMS", 20)
-	metrics := freePort(t)
+	metrics := testenv.FreeAddr(t)
 	startManager(t, "--metrics-bind-address", metrics)
 	b := newPoolBench(t, "bench-claim", 5, "postgres", "redis")
 	t.Logf("load average at start: %s", loadAvg())

@@ -9,8 +9,6 @@ package scale
 import (
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"testing"
 
 	"github.com/go-logr/logr"
@@ -37,14 +35,9 @@ func runMain(m *testing.M) int {
 		return 1
 	}
 	defer func() { _ = os.RemoveAll(binDir) }()
-	for bin, pkg := range map[string]string{"manager": "./cmd/manager", "fakedocker": "./cmd/fakedocker"} {
-		build := exec.Command("go", "build", "-o", filepath.Join(binDir, bin), pkg)
-		build.Dir = testenv.Root()
-		build.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := build.CombinedOutput(); err != nil {
-			fmt.Fprintf(os.Stderr, "building %s: %v\n%s", pkg, err, out)
-			return 1
-		}
+	if err := testenv.BuildBinaries(binDir, map[string]string{"manager": "./cmd/manager", "fakedocker": "./cmd/fakedocker"}); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
 	}
 	return m.Run()
 }

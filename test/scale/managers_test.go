@@ -37,7 +37,7 @@ func (ms *managers) start(n int) {
 	ms.starts++
 	ms.all = nil
 	for i := range n {
-		m := &manager{name: fmt.Sprintf("manager-%d", i), metrics: freeAddr(t), health: freeAddr(t)}
+		m := &manager{name: fmt.Sprintf("manager-%d", i), metrics: testenv.FreeAddr(t), health: testenv.FreeAddr(t)}
 		args := []string{
 			"--kubeconfig", ms.kubeconfig,
 			"--docker-host-name=",

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -88,20 +87,6 @@ func (p *proc) cpuSeconds(t *testing.T) float64 {
 	return float64(utime+stime) / 100 // USER_HZ
 }
 
-// freeAddr is a loopback address no one listens on now.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	if err := l.Close(); err != nil { // the process binds it next
-		t.Fatal(err)
-	}
-	return addr
-}
-
 // get fetches url's body; an error for anything but 200.
 func get(url string) (string, error) {
 	c := http.Client{Timeout: 10 * time.Second}
@@ -133,7 +118,7 @@ func startFakeHosts(t *testing.T, logDir string, n int) *fakeHosts {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = os.RemoveAll(dir) })
-	f := &fakeHosts{stats: freeAddr(t)}
+	f := &fakeHosts{stats: testenv.FreeAddr(t)}
 	cmd := exec.Command(filepath.Join(binDir, "fakedocker"), "--hosts", strconv.Itoa(n), "--dir", dir, "--stats", f.stats)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
