@@ -22,15 +22,21 @@ import (
 
 // CacheOptions are the cache settings the controllers need from their manager:
 // of all Secrets, only the credentials Secrets are cached, whatever their
-// SecretLabel's value (a Sandbox's UID, or its name as older releases wrote it).
+// SecretLabel's value (a Sandbox's UID, or its name as older releases wrote it);
+// no cached object keeps its managedFields.
 func CacheOptions() cache.Options {
 	ours, err := labels.NewRequirement(SecretLabel, selection.Exists, nil)
 	if err != nil {
 		panic(err) // a constant key
 	}
-	return cache.Options{ByObject: map[client.Object]cache.ByObject{
-		&corev1.Secret{}: {Label: labels.NewSelector().Add(*ours)},
-	}}
+	return cache.Options{
+		ByObject: map[client.Object]cache.ByObject{
+			&corev1.Secret{}: {Label: labels.NewSelector().Add(*ours)},
+		},
+		// Nothing reads managedFields, and every object has them: a manager
+		// caching thousands of Sandboxes would hold them all.
+		DefaultTransform: cache.TransformStripManagedFields(),
+	}
 }
 
 // errSecretConflict says the Secret's name is taken by a Secret this Sandbox does not own.
