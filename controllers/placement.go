@@ -124,7 +124,7 @@ func (pl *placer) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("sandbox-placement").
 		For(&sandboxv1.Sandbox{}, builder.WithPredicates(unbound)).
-		Watches(&sandboxv1.DockerHost{}, handler.EnqueueRequestsFromMapFunc(pl.unboundSandboxes)).
+		Watches(&sandboxv1.DockerHost{}, handler.EnqueueRequestsFromMapFunc(pl.unboundSandboxes), builder.WithPredicates(mayFitMore())).
 		Complete(pl)
 }
 

@@ -54,7 +54,7 @@ func (pp poolPlacer) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("sandboxpool-placement").
 		For(&sandboxv1.SandboxPool{}, builder.WithPredicates(unbound)).
-		Watches(&sandboxv1.DockerHost{}, handler.EnqueueRequestsFromMapFunc(pp.unboundPools)).
+		Watches(&sandboxv1.DockerHost{}, handler.EnqueueRequestsFromMapFunc(pp.unboundPools), builder.WithPredicates(mayFitMore())).
 		Complete(pp)
 }
 
