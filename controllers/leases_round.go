@@ -111,9 +111,7 @@ func (t *leaseTable) renewHeld(ctx context.Context, hosts []string) error {
 		h := t.held[host]
 		t.mu.Unlock()
 		started := time.Now()
-		l := h.lease.DeepCopy()
-		l.Spec.RenewTime = ptr.To(metav1.NewMicroTime(started))
-		err := t.client.Update(ctx, l)
+		l, err := t.writeOwn(ctx, h.lease, func(l *coordv1.Lease) { l.Spec.RenewTime = ptr.To(metav1.NewMicroTime(started)) })
 		switch {
 		case err == nil:
 			t.keep(host, l, started)
@@ -124,6 +122,29 @@ func (t *leaseTable) renewHeld(ctx context.Context, hosts []string) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// writeOwn applies change to a Lease this replica holds and writes it. An earlier
+// write may have landed with its answer lost (the manager stopping mid-request,
+// an API server timing out after committing), leaving l's resourceVersion behind:
+// on a conflict the Lease is read again and, while it still names this replica
+// (no other takes it without writing its own name), changed and written again.
+func (t *leaseTable) writeOwn(ctx context.Context, l *coordv1.Lease, change func(*coordv1.Lease)) (*coordv1.Lease, error) {
+	next := l.DeepCopy()
+	change(next)
+	err := t.client.Update(ctx, next)
+	if !apierrors.IsConflict(err) {
+		return next, err
+	}
+	fresh := &coordv1.Lease{}
+	if getErr := t.api.Get(ctx, client.ObjectKeyFromObject(l), fresh); getErr != nil {
+		return nil, getErr
+	}
+	if ptr.Deref(fresh.Spec.HolderIdentity, "") != t.cfg.Identity {
+		return nil, err
+	}
+	change(fresh)
+	return fresh, t.client.Update(ctx, fresh)
 }
 
 func (t *leaseTable) heldHosts() []string {

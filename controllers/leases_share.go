@@ -31,12 +31,13 @@ func (t *leaseTable) release(ctx context.Context, host string) {
 		return
 	}
 	t.onLose(host)
-	l := h.lease.DeepCopy()
-	l.Spec.HolderIdentity = ptr.To("")
-	if err := t.client.Update(ctx, l); err != nil {
+	if _, err := t.writeOwn(ctx, h.lease, free); err != nil {
 		logf.FromContext(ctx).Info("Could not free a host Lease; it expires instead", "dockerHost", host, "error", err.Error())
 	}
 }
+
+// free gives a Lease up: any replica may take it at once.
+func free(l *coordv1.Lease) { l.Spec.HolderIdentity = ptr.To("") }
 
 func (t *leaseTable) releaseAll(ctx context.Context) {
 	for _, host := range t.heldHosts() {
@@ -50,8 +51,7 @@ func (t *leaseTable) leave(ctx context.Context) {
 	var l coordv1.Lease
 	err := t.api.Get(ctx, client.ObjectKey{Namespace: t.cfg.Namespace, Name: t.memberName()}, &l)
 	if err == nil {
-		l.Spec.HolderIdentity = ptr.To("")
-		err = t.client.Update(ctx, &l)
+		_, err = t.writeOwn(ctx, &l, free)
 	}
 	if client.IgnoreNotFound(err) != nil {
 		logf.FromContext(ctx).Info("Could not free this replica's member Lease; it expires instead", "error", err.Error())
