@@ -89,8 +89,8 @@ func (t *leaseTable) Start(ctx context.Context) error {
 		}
 		select {
 		case <-ctx.Done():
-			t.releaseAll(context.WithoutCancel(ctx))
-			t.leave(context.WithoutCancel(ctx))
+			t.releaseAll(ctx)
+			t.leave(ctx)
 			return nil
 		case <-tick.C:
 		}

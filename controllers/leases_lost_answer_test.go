@@ -15,10 +15,14 @@ import (
 
 // answerLost makes Lease updates land on the API server while their caller is
 // told they failed, as when the manager stops mid-request or the API server
-// times out after committing.
+// times out after committing. As with a real client, an update whose context
+// is done is not sent.
 type answerLost struct{ on atomic.Bool }
 
 func (a *answerLost) update(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
 	err := c.Update(ctx, obj, opts...)
 	if err == nil && a.on.Load() {
 		return context.Canceled
@@ -26,16 +30,16 @@ func (a *answerLost) update(ctx context.Context, c client.WithWatch, obj client.
 	return err
 }
 
-// leaseReplica is a lease table alone, sharing the one host "h".
-func leaseReplica(t *testing.T, lost *answerLost) (*leaseTable, client.Client) {
+// leaseReplica is a lease table alone, holding every one of hosts.
+func leaseReplica(t *testing.T, lost *answerLost, hosts ...string) (*leaseTable, client.Client) {
 	t.Helper()
 	c := fake.NewClientBuilder().WithScheme(NewScheme()).
 		WithInterceptorFuncs(interceptor.Funcs{Update: lost.update}).Build()
 	table := newLeaseTable(HostLeases{Namespace: "ns", Identity: "r1", Duration: time.Minute, RetryPeriod: time.Second}, c, c)
-	table.hosts = func(context.Context) ([]string, error) { return []string{"h"}, nil }
+	table.hosts = func(context.Context) ([]string, error) { return hosts, nil }
 	table.onAcquire, table.onLose = func(string) {}, func(string) {}
-	if err := table.round(context.Background()); err != nil || !table.holds("h") {
-		t.Fatalf("the first round: %v; holds h: %v, want it taken", err, table.holds("h"))
+	if err := table.round(context.Background()); err != nil || len(table.heldHosts()) != len(hosts) {
+		t.Fatalf("the first round: %v; holds %v, want %v", err, table.heldHosts(), hosts)
 	}
 	return table, c
 }
@@ -53,7 +57,7 @@ func holderOf(t *testing.T, c client.Client, name string) string {
 // next round still holds it (no other replica could have taken it meanwhile).
 func TestLeaseKeptAfterALostRenewalAnswer(t *testing.T) {
 	lost := &answerLost{}
-	table, _ := leaseReplica(t, lost)
+	table, _ := leaseReplica(t, lost, "h")
 	lost.on.Store(true)
 	_ = table.round(context.Background())
 	lost.on.Store(false)
@@ -69,7 +73,7 @@ func TestLeaseKeptAfterALostRenewalAnswer(t *testing.T) {
 // frees its Leases, so another takes its hosts at once, not after they expire.
 func TestLeasesFreedAfterALostRenewalAnswer(t *testing.T) {
 	lost := &answerLost{}
-	table, c := leaseReplica(t, lost)
+	table, c := leaseReplica(t, lost, "h")
 	lost.on.Store(true)
 	_ = table.round(context.Background())
 	lost.on.Store(false)
@@ -80,5 +84,26 @@ func TestLeasesFreedAfterALostRenewalAnswer(t *testing.T) {
 	}
 	if h := holderOf(t, c, table.memberName()); h != "" {
 		t.Errorf("member Lease held by %q after the replica stopped, want it freed", h)
+	}
+}
+
+// A replica stopped in the middle of a round in which it gives a host up to a
+// replica that just joined still frees that host's Lease: the stop must not
+// leave it to expire.
+func TestLeaseShedWhileStoppingIsFreed(t *testing.T) {
+	table, c := leaseReplica(t, &answerLost{}, "h", "i")
+	joined := table.newLease("sandbox-manager-r2", map[string]string{labelLeaseMember: "true"})
+	joined.Spec.HolderIdentity = ptr.To("r2")
+	if err := c.Create(context.Background(), joined); err != nil {
+		t.Fatal(err)
+	}
+	stopping, stop := context.WithCancel(context.Background())
+	stop()
+	_ = table.round(stopping) // its share is now one host: it gives "i" up
+	table.releaseAll(context.Background())
+	for _, host := range []string{"h", "i"} {
+		if h := holderOf(t, c, hostLeaseName(host)); h != "" {
+			t.Errorf("Lease of %s held by %q after the replica stopped, want it freed", host, h)
+		}
 	}
 }

@@ -20,6 +20,10 @@ func (t *leaseTable) shed(ctx context.Context, share int) {
 	}
 }
 
+// freeTimeout bounds freeing a Lease, which is completed even when the replica
+// is stopping: one left held waits out its whole Duration.
+const freeTimeout = 5 * time.Second
+
 // release stops acting on host, then frees its Lease for another replica (when
 // that fails, the Lease expires instead).
 func (t *leaseTable) release(ctx context.Context, host string) {
@@ -31,6 +35,8 @@ func (t *leaseTable) release(ctx context.Context, host string) {
 		return
 	}
 	t.onLose(host)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), freeTimeout)
+	defer cancel()
 	if _, err := t.writeOwn(ctx, h.lease, free); err != nil {
 		logf.FromContext(ctx).Info("Could not free a host Lease; it expires instead", "dockerHost", host, "error", err.Error())
 	}
@@ -48,6 +54,8 @@ func (t *leaseTable) releaseAll(ctx context.Context) {
 // leave empties this replica's member Lease: the others stop counting it live
 // at their next round instead of after Duration.
 func (t *leaseTable) leave(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), freeTimeout)
+	defer cancel()
 	var l coordv1.Lease
 	err := t.api.Get(ctx, client.ObjectKey{Namespace: t.cfg.Namespace, Name: t.memberName()}, &l)
 	if err == nil {
