@@ -3,10 +3,14 @@ package controllers_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	coordv1 "k8s.io/api/coordination/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
 	"github.com/roboco-sandbox/sandbox-controller/controllers"
@@ -29,6 +33,21 @@ func replica(leaseNS, identity string, hosts map[string]*engineSim, duration tim
 	return startManagerWith(env.Config, nil, controllers.Setup{Options: testOptions(), Sweep: true,
 		HostIdentitySettle: time.Millisecond, Dial: dial,
 		Leases: &controllers.HostLeases{Namespace: leaseNS, Identity: identity, Duration: duration, RetryPeriod: 200 * time.Millisecond}})
+}
+
+// leasesIn describes the Leases in ns (name: holder), for a failure's message.
+func leasesIn(ns string) func() string {
+	return func() string {
+		var list coordv1.LeaseList
+		if err := k8sClient.List(ctx, &list, client.InNamespace(ns)); err != nil {
+			return err.Error()
+		}
+		var out []string
+		for _, l := range list.Items {
+			out = append(out, l.Name+": "+ptr.Deref(l.Spec.HolderIdentity, ""))
+		}
+		return "Leases " + strings.Join(out, ", ")
+	}
 }
 
 func managerOf(name string) func() string {
@@ -72,8 +91,8 @@ var _ = Describe("Replicas sharing the Docker hosts", func() {
 		holder := managerOf("share-b")()
 		survivor := map[string]string{"r1": "r2", "r2": "r1"}[holder]
 		stops[holder]()
-		Eventually(managerOf("share-b"), 20*time.Second).Should(Equal(survivor))
-		Eventually(managerOf("share-c"), 20*time.Second).Should(Equal(survivor))
+		Eventually(managerOf("share-b"), 20*time.Second).Should(Equal(survivor), leasesIn(leaseNS))
+		Eventually(managerOf("share-c"), 20*time.Second).Should(Equal(survivor), leasesIn(leaseNS))
 		late := newSandbox(ns, "late", "late-1", "redis")
 		late.Spec.DockerHost = "share-b"
 		Expect(k8sClient.Create(ctx, late)).To(Succeed())
@@ -100,7 +119,7 @@ var _ = Describe("Replicas sharing the Docker hosts", func() {
 		stops[holder]()
 		// The stopped replica frees its host Leases and says it is gone, so the
 		// survivor's share is every host again (whichever of them it held before).
-		Eventually(managerOf("quit-b"), 15*time.Second).Should(Equal(survivor))
-		Eventually(managerOf("quit-c"), 15*time.Second).Should(Equal(survivor))
+		Eventually(managerOf("quit-b"), 15*time.Second).Should(Equal(survivor), leasesIn(leaseNS))
+		Eventually(managerOf("quit-c"), 15*time.Second).Should(Equal(survivor), leasesIn(leaseNS))
 	})
 })
