@@ -53,14 +53,22 @@ func holderOf(t *testing.T, c client.Client, name string) string {
 	return ptr.Deref(l.Spec.HolderIdentity, "")
 }
 
-// A renewal that landed but whose answer was lost must not cost the host: the
-// next round still holds it (no other replica could have taken it meanwhile).
-func TestLeaseKeptAfterALostRenewalAnswer(t *testing.T) {
+// afterALostRenewalAnswer is a replica holding "h" after a round whose renewals
+// landed while it was told they failed.
+func afterALostRenewalAnswer(t *testing.T) (*leaseTable, client.Client) {
+	t.Helper()
 	lost := &answerLost{}
-	table, _ := leaseReplica(t, lost, "h")
+	table, c := leaseReplica(t, lost, "h")
 	lost.on.Store(true)
 	_ = table.round(context.Background())
 	lost.on.Store(false)
+	return table, c
+}
+
+// A renewal that landed but whose answer was lost must not cost the host: the
+// next round still holds it (no other replica could have taken it meanwhile).
+func TestLeaseKeptAfterALostRenewalAnswer(t *testing.T) {
+	table, _ := afterALostRenewalAnswer(t)
 	if err := table.round(context.Background()); err != nil {
 		t.Errorf("the round after: %v", err)
 	}
@@ -72,11 +80,7 @@ func TestLeaseKeptAfterALostRenewalAnswer(t *testing.T) {
 // A replica stopping mid-round (its last renewal landed, its answer lost) still
 // frees its Leases, so another takes its hosts at once, not after they expire.
 func TestLeasesFreedAfterALostRenewalAnswer(t *testing.T) {
-	lost := &answerLost{}
-	table, c := leaseReplica(t, lost, "h")
-	lost.on.Store(true)
-	_ = table.round(context.Background())
-	lost.on.Store(false)
+	table, c := afterALostRenewalAnswer(t)
 	table.releaseAll(context.Background())
 	table.leave(context.Background())
 	if h := holderOf(t, c, hostLeaseName("h")); h != "" {
