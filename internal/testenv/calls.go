@@ -74,8 +74,14 @@ func CountDockerCalls(t T, daemonHost string) *DockerCalls {
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p.count(r.Method, r.URL.Path)
 		at := time.Now()
-		rp.ServeHTTP(w, r)
-		p.traced(Request{Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery, At: at, Took: time.Since(at)})
+		var once sync.Once
+		answered := func() {
+			once.Do(func() {
+				p.traced(Request{Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery, At: at, Took: time.Since(at)})
+			})
+		}
+		rp.ServeHTTP(&answerWriter{ResponseWriter: w, head: r.Method == http.MethodHead, left: -1, answered: answered}, r)
+		answered()
 	})}
 	go func() { _ = srv.Serve(l) }()
 	t.Cleanup(func() { _ = srv.Close() })

@@ -106,3 +106,18 @@ func TestDockerCallsTraceRecordsRequestsBetweenTraceAndTraced(t *testing.T) {
 		t.Errorf("a second Traced returned %d requests, want the same 2 (nothing recorded after the first)", len(again))
 	}
 }
+
+// A request whose answer the client holds is in the trace, even when Traced
+// follows at once (repeated: the proxy's bookkeeping after it passes an answer
+// on races the client).
+func TestDockerCallsTraceHoldsEveryAnsweredRequest(t *testing.T) {
+	calls, c := proxied(t)
+	for i := range 300 {
+		calls.Trace()
+		call(t, c, "GET", "/v1.47/containers/json")
+		call(t, c, "HEAD", "/_ping")
+		if got := calls.Traced(); len(got) != 2 || got[0].Took <= 0 || got[1].Took <= 0 {
+			t.Fatalf("round %d: traced %+v, want the list and the ping the client was answered, each with a duration", i, got)
+		}
+	}
+}
