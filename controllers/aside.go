@@ -44,7 +44,7 @@ func (m *memory) asideFailed(sb *sandboxv1.Sandbox, id string, now time.Time) ti
 		a = &asideRetry{}
 		rec.aside[id] = a
 	}
-	wait := jitter(host.Delay(retryBackoff, a.failures))
+	wait := Jitter(host.Delay(RetryBackoff, a.failures))
 	a.failures++
 	a.due = now.Add(wait)
 	return wait
@@ -68,7 +68,7 @@ func (r *SandboxReconciler) retire(ctx context.Context, w serviceWork, c dd.Cont
 		res.after(wait)
 		return false, nil
 	}
-	got, err := r.host.Retire(ctx, c, w.svc.Container.Name)
+	got, err := r.Host.Retire(ctx, c, w.svc.Container.Name)
 	switch {
 	case err != nil:
 		return false, err
@@ -97,7 +97,7 @@ func (r *SandboxReconciler) removeAside(ctx context.Context, w serviceWork, asid
 			res.after(wait)
 			continue
 		}
-		if err := r.host.Remove(ctx, c.ID); err != nil {
+		if err := r.Host.Remove(ctx, c.ID); err != nil {
 			wait := r.memory.asideFailed(w.sb, c.ID, now)
 			res.after(wait)
 			logf.FromContext(ctx).Info("A container set aside still cannot be removed; retrying", "container", c.Name,

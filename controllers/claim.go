@@ -28,33 +28,33 @@ func (r *SandboxReconciler) claimService(ctx context.Context, w serviceWork, res
 	if p := w.sb.Spec.Pools; p != nil {
 		names = p.Names
 	}
-	m, ok := r.host.Warm().Take(w.sb.Namespace, host.ClassHash(w.svc.Container), names)
+	m, ok := r.Host.Warm().Take(w.sb.Namespace, host.ClassHash(w.svc.Container), names)
 	if !ok {
-		poolMetrics.claims.WithLabelValues(e, "miss").Inc()
+		sandboxMetrics.claims.WithLabelValues(e, "miss").Inc()
 		return res, false
 	}
 	start := time.Now()
-	defer r.pokePool(types.NamespacedName{Namespace: m.Namespace, Name: m.Pool})
-	rec := claimRecord{id: m.ID, credentials: host.CredentialsHash(w.svc.Password)}
+	defer r.PokePool(types.NamespacedName{Namespace: m.Namespace, Name: m.Pool})
+	rec := Record{ID: m.ID, Credentials: host.CredentialsHash(w.svc.Password)}
 	if err := r.recordClaim(ctx, w.sb, e, rec); err != nil {
 		// Note: nothing renamed yet, but the member may be recorded: it is not offered again.
-		_ = r.host.Remove(ctx, m.ID)
+		_ = r.Host.Remove(ctx, m.ID)
 		res.containers = part{reason: sandboxv1.ReasonCreating, message: fmt.Sprintf("recording the claim of a pool member failed: %v; retrying", err)}
 		res.after(retryLater(ctx))
 		return res, true
 	}
 	chaosplant.CrashAfter(chaosplant.AfterClaimRecorded)
-	got, err := r.host.Claim(ctx, w.svc, m)
+	got, err := r.Host.Claim(ctx, w.svc, m)
 	switch {
 	case got.Taken != nil:
 		// Note: the member is this Sandbox's by its record, and still named as a member.
-		_ = r.host.Remove(ctx, m.ID)
+		_ = r.Host.Remove(ctx, m.ID)
 		return r.nameConflict(ctx, res, got.Taken), true
 	case err != nil:
 		return res.dockerFailed(ctx, err, "claiming pool member "+m.Name), true
 	}
-	poolMetrics.claims.WithLabelValues(e, "hit").Inc()
-	poolMetrics.claimSeconds.WithLabelValues(e).Observe(time.Since(start).Seconds())
+	sandboxMetrics.claims.WithLabelValues(e, "hit").Inc()
+	sandboxMetrics.claimSeconds.WithLabelValues(e).Observe(time.Since(start).Seconds())
 	res.event(sandboxv1.EventClaimed, fmt.Sprintf("%s: claimed a warm member of pool %s as %s in %s; its password is the Sandbox's",
 		e, m.Pool, w.svc.Container.Name, time.Since(start).Round(time.Millisecond)))
 	return r.claimedReady(w, got.Container, res), true
@@ -88,7 +88,7 @@ func (r *SandboxReconciler) claimedReady(w serviceWork, c dd.Container, res serv
 // recordClaim writes the claim record on the Sandbox (a merge patch of one
 // annotation: services claiming at once do not conflict), then remembers it until
 // the cache shows it.
-func (r *SandboxReconciler) recordClaim(ctx context.Context, sb *sandboxv1.Sandbox, engine string, rec claimRecord) error {
+func (r *SandboxReconciler) recordClaim(ctx context.Context, sb *sandboxv1.Sandbox, engine string, rec Record) error {
 	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{
 		sandboxv1.AnnotationClaimPrefix + engine: rec.String()}}})
 	if err != nil {
@@ -99,7 +99,7 @@ func (r *SandboxReconciler) recordClaim(ctx context.Context, sb *sandboxv1.Sandb
 	if err := r.Patch(ctx, target, client.RawPatch(types.MergePatchType, patch)); err != nil {
 		return err
 	}
-	r.claims.add(sb.UID, engine, rec)
+	r.claims.Add(sb.UID, engine, rec)
 	return nil
 }
 
@@ -107,11 +107,11 @@ func (r *SandboxReconciler) recordClaim(ctx context.Context, sb *sandboxv1.Sandb
 // member's password, from its pool's key, is rotated to the Sandbox's again (a
 // repeat is harmless). passed false with detail when it could not be.
 func (r *SandboxReconciler) rotateClaimed(ctx context.Context, w serviceWork, c dd.Container, addr string) (passed bool, detail string) {
-	memberPassword, err := r.poolKeys.memberPassword(ctx, w.sb.Namespace, c.Labels)
+	memberPassword, err := r.PoolKeys.MemberPassword(ctx, w.sb.Namespace, c.Labels)
 	if err != nil {
 		return false, err.Error()
 	}
-	if detail := r.host.Rotate(ctx, w.svc, c.ID, memberPassword, addr); detail != "" {
+	if detail := r.Host.Rotate(ctx, w.svc, c.ID, memberPassword, addr); detail != "" {
 		return false, detail
 	}
 	return true, ""

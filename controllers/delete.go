@@ -29,7 +29,7 @@ func (r *SandboxReconciler) reconcileDelete(ctx context.Context, sb *sandboxv1.S
 	before := sb.DeepCopy()
 	// Note: a Sandbox deleted because its owner left keeps saying so while it goes.
 	if c := meta.FindStatusCondition(sb.Status.Conditions, sandboxv1.ConditionReady); c == nil || c.Reason != sandboxv1.ReasonOwnerGone {
-		setCondition(sb, sandboxv1.ConditionReady, metav1.ConditionFalse, sandboxv1.ReasonDeleting, "tearing down the service containers")
+		SetCondition(sb, sandboxv1.ConditionReady, metav1.ConditionFalse, sandboxv1.ReasonDeleting, "tearing down the service containers")
 	}
 	proceed, released, result := r.teardownHost(ctx, sb)
 	if err := r.patchStatus(ctx, before, sb); err != nil || !proceed && !released {
@@ -54,7 +54,7 @@ func (r *SandboxReconciler) reconcileDelete(ctx context.Context, sb *sandboxv1.S
 		return ctrl.Result{}, fmt.Errorf("removing finalizer: %w", err)
 	}
 	r.forget(types.NamespacedName{Namespace: sb.Namespace, Name: sb.Name})
-	r.claims.forget(sb.UID)
+	r.claims.Forget(sb.UID)
 	return ctrl.Result{}, nil
 }
 
@@ -69,7 +69,7 @@ func (r *SandboxReconciler) teardownBlocked(ctx context.Context, sb *sandboxv1.S
 	if c := meta.FindStatusCondition(sb.Status.Conditions, sandboxv1.ConditionReconciling); c == nil || c.Reason != sandboxv1.ReasonTeardownBlocked {
 		r.Recorder.Eventf(sb, nil, corev1.EventTypeWarning, sandboxv1.EventTeardownBlocked, sandboxv1.ActionTeardown, "%s", msg)
 	}
-	setCondition(sb, sandboxv1.ConditionReconciling, metav1.ConditionTrue, sandboxv1.ReasonTeardownBlocked, msg)
+	SetCondition(sb, sandboxv1.ConditionReconciling, metav1.ConditionTrue, sandboxv1.ReasonTeardownBlocked, msg)
 	return r.patchStatus(ctx, before, sb)
 }
 
@@ -100,7 +100,7 @@ func (r *SandboxReconciler) teardown(ctx context.Context, sb *sandboxv1.Sandbox)
 	var wg sync.WaitGroup
 	for i, c := range cs {
 		wg.Go(func() {
-			if err := r.host.Remove(ctx, c.ID); err != nil {
+			if err := r.Host.Remove(ctx, c.ID); err != nil {
 				errs[i] = fmt.Errorf("removing %s: %w", c.Name, err)
 			}
 		})

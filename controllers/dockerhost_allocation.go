@@ -26,34 +26,31 @@ import (
 // that expired. Both come from one snapshot and are written in one update with
 // h's resourceVersion, so allocated plus reservations never falls below what is
 // bound. It returns how many objects are bound.
-func (r *dockerHostReconciler) allocation(ctx context.Context, h *sandboxv1.DockerHost) (int32, error) {
+func (r *DockerHostReconciler) allocation(ctx context.Context, h *sandboxv1.DockerHost) (int32, error) {
 	var sandboxes sandboxv1.SandboxList
-	if err := r.List(ctx, &sandboxes, client.MatchingFields{dockerHostIndex: h.Name}); err != nil {
+	if err := r.List(ctx, &sandboxes, client.MatchingFields{DockerHost: h.Name}); err != nil {
 		return 0, err
 	}
 	var pools sandboxv1.SandboxPoolList
-	if err := r.List(ctx, &pools, client.MatchingFields{dockerHostIndex: h.Name}); err != nil {
+	if err := r.List(ctx, &pools, client.MatchingFields{DockerHost: h.Name}); err != nil {
 		return 0, err
 	}
 	counted := map[string]bool{}
-	var total demand
-	pl := placer{options: r.fleet.setup.Options}
+	var total Demand
+	opts := r.Options
 	for i := range sandboxes.Items {
-		p := pl.sandboxPlaceable(&sandboxes.Items[i])
-		counted[p.uid] = true
-		total.sandboxes += p.need.sandboxes
-		total.memory.Add(p.need.memory)
+		sb := &sandboxes.Items[i]
+		counted[string(sb.UID)] = true
+		total.Add(OfSandbox(opts, sb))
 	}
 	for i := range pools.Items {
 		pool := &pools.Items[i]
 		counted[string(pool.UID)] = true
-		need := poolDemand(pool, pl.memoryOf(pool.Spec.Service.Resources))
-		total.sandboxes += need.sandboxes
-		total.memory.Add(need.memory)
+		total.Add(OfPool(opts, pool))
 	}
-	h.Status.Allocated = sandboxv1.Allocation{Sandboxes: total.sandboxes, Memory: resource.NewQuantity(total.memory.Value(), resource.BinarySI)}
+	h.Status.Allocated = sandboxv1.Allocation{Sandboxes: total.Sandboxes, Memory: resource.NewQuantity(total.Memory.Value(), resource.BinarySI)}
 	var keep []sandboxv1.Reservation
-	for _, res := range pruneExpired(h.Status.Reservations) {
+	for _, res := range PruneExpired(h.Status.Reservations) {
 		if !counted[res.UID] {
 			keep = append(keep, res)
 		}
@@ -64,10 +61,15 @@ func (r *dockerHostReconciler) allocation(ctx context.Context, h *sandboxv1.Dock
 
 // ensureSet makes sure this manager drives h: its controllers set up, on a
 // driver dialled from its spec (the implicit host's is the manager's own).
-func (r *dockerHostReconciler) ensureSet(ctx context.Context, h *sandboxv1.DockerHost) (*hostSet, error) {
-	hs, ok := r.fleet.get(h.Name)
-	if ok && (h.Name == r.implicit || hs.endpoint == h.Spec.Endpoint && hs.tlsVersion == currentTLSVersion(ctx, r.api, h)) {
+func (r *DockerHostReconciler) ensureSet(ctx context.Context, h *sandboxv1.DockerHost) (DrivenHost, error) {
+	hs, ok := r.Fleet.Host(h.Name)
+	if ok && h.Name == r.Implicit {
 		return hs, nil
+	}
+	if ok {
+		if endpoint, tlsVersion := hs.Dialled(); endpoint == h.Spec.Endpoint && tlsVersion == currentTLSVersion(ctx, r.API, h) {
+			return hs, nil
+		}
 	}
 	driver, tlsVersion, err := r.dialHost(ctx, h)
 	if err != nil {
@@ -75,22 +77,22 @@ func (r *dockerHostReconciler) ensureSet(ctx context.Context, h *sandboxv1.Docke
 	}
 	if ok {
 		logf.FromContext(ctx).Info("Re-dialling the Docker host", "endpoint", h.Spec.Endpoint)
-		hs.redial(driver, h.Spec.Endpoint, tlsVersion)
+		hs.Redial(driver, h.Spec.Endpoint, tlsVersion)
 		return hs, nil
 	}
-	hs, err = r.fleet.addDialled(h.Name, driver, h.Spec.Endpoint, tlsVersion)
+	hs, err = r.Fleet.AddDialled(h.Name, driver, h.Spec.Endpoint, tlsVersion)
 	if err != nil {
 		return nil, fmt.Errorf("setting up the controllers of Docker host %s: %w", h.Name, err)
 	}
 	return hs, nil
 }
 
-func (r *dockerHostReconciler) dialHost(ctx context.Context, h *sandboxv1.DockerHost) (dd.Driver, string, error) {
-	if r.dial != nil {
-		d, err := r.dial(ctx, h)
+func (r *DockerHostReconciler) dialHost(ctx context.Context, h *sandboxv1.DockerHost) (dd.Driver, string, error) {
+	if r.Dial != nil {
+		d, err := r.Dial(ctx, h)
 		return d, "", err
 	}
-	return dial(ctx, r.api, h, r.fleet.setup.UserAgent)
+	return dial(ctx, r.API, h, r.UserAgent)
 }
 
 // currentTLSVersion is the resourceVersion of h's TLS Secret ("" without TLS or
@@ -108,9 +110,9 @@ func currentTLSVersion(ctx context.Context, api client.Reader, h *sandboxv1.Dock
 
 // SetupWithManager watches DockerHosts, and the binding and deletion of
 // Sandboxes and pools, which change a host's allocation.
-func (r *dockerHostReconciler) SetupWithManager(mgr ctrl.Manager) error {
+func (r *DockerHostReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	toHost := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, obj client.Object) []reconcile.Request {
-		if name := dockerHostOf(obj); name != "" {
+		if name := DockerHostOf(obj); name != "" {
 			return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: name}}}
 		}
 		return nil
@@ -120,7 +122,7 @@ func (r *dockerHostReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		For(&sandboxv1.DockerHost{}).
 		Watches(&sandboxv1.Sandbox{}, toHost, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&sandboxv1.SandboxPool{}, toHost, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		WatchesRawSource(source.Channel(r.fleet.taken, &handler.TypedEnqueueRequestForObject[*sandboxv1.DockerHost]{})).
-		WithOptions(controller.Options{MaxConcurrentReconciles: 4, NeedLeaderElection: ptr.To(r.fleet.leases == nil)}).
+		WatchesRawSource(source.Channel(r.Fleet.Taken(), &handler.TypedEnqueueRequestForObject[*sandboxv1.DockerHost]{})).
+		WithOptions(controller.Options{MaxConcurrentReconciles: 4, NeedLeaderElection: ptr.To(r.Fleet.Manager() == "")}).
 		Complete(r)
 }

@@ -11,9 +11,11 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
@@ -27,25 +29,58 @@ const hostProbeInterval = 30 * time.Second
 // dockerHostReconciler keeps each DockerHost driven: its controllers set up (the
 // daemon dialled), its daemon's identity and health in status, its allocation
 // counted, and a deletion held until nothing is bound to it.
-type dockerHostReconciler struct {
+type DockerHostReconciler struct {
 	client.Client
-	api   client.Reader
-	fleet *fleet
+	API   client.Reader
+	Fleet Fleet
+	// options are the operator's settings (what a Sandbox's services take);
+	// userAgent is what the manager calls itself to the daemons it dials.
+	Options   Options
+	UserAgent string
 	// implicit is the DockerHost the manager's own --docker-host drives ("": none).
-	implicit string
+	Implicit string
 	// dial replaces connecting to an endpoint (Setup.Dial).
-	dial func(ctx context.Context, h *sandboxv1.DockerHost) (dd.Driver, error)
+	Dial func(ctx context.Context, h *sandboxv1.DockerHost) (dd.Driver, error)
+}
+
+// Fleet is what the DockerHost controller needs of the controllers that drive
+// each host (the manager's fleet implements it).
+type Fleet interface {
+	// Host is the host name's controllers, if this manager drives it yet.
+	Host(name string) (DrivenHost, bool)
+	// AddDialled sets up the controllers of a host on a driver dialled from its spec.
+	AddDialled(name string, driver dd.Driver, endpoint, tlsVersion string) (DrivenHost, error)
+	// Holds says whether this replica acts on the host name now.
+	Holds(name string) bool
+	// Manager names this replica when replicas share the hosts by Leases ("": they do not).
+	Manager() string
+	// Taken tells of each host this replica just took.
+	Taken() <-chan event.TypedGenericEvent[*sandboxv1.DockerHost]
+}
+
+// DrivenHost is one host's controllers, as the DockerHost controller sees them.
+type DrivenHost interface {
+	// Driver is the host's driver as its controllers use it.
+	Driver() dd.Driver
+	// ProveHost proves which Docker host the driver reaches.
+	ProveHost(ctx context.Context) (dd.HostIdentity, error)
+	// Dialled is what the driver was dialled with (empty for the manager's own host).
+	Dialled() (endpoint, tlsVersion string)
+	// Redial points the host's controllers at a new driver.
+	Redial(driver dd.Driver, endpoint, tlsVersion string)
+	// Enqueue re-queues a Sandbox bound to the host.
+	Enqueue(key types.NamespacedName)
 }
 
 // Reconcile observes one DockerHost.
-func (r *dockerHostReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+func (r *DockerHostReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	h := &sandboxv1.DockerHost{}
 	if err := r.Get(ctx, req.NamespacedName, h); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	hs, setErr := r.ensureSet(ctx, h)
-	if !r.fleet.holds(h.Name) {
-		return ctrl.Result{RequeueAfter: jitter(hostProbeInterval)}, nil // its holder observes it
+	if !r.Fleet.Holds(h.Name) {
+		return ctrl.Result{RequeueAfter: Jitter(hostProbeInterval)}, nil // its holder observes it
 	}
 	before := h.DeepCopy()
 	bound, err := r.allocation(ctx, h)
@@ -61,26 +96,26 @@ func (r *dockerHostReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		r.observe(ctx, h, hs)
 		r.requeueOnTurn(ctx, before, h, hs)
 	}
-	if r.fleet.leases != nil {
-		h.Status.Manager = r.fleet.leases.cfg.Identity
+	if m := r.Fleet.Manager(); m != "" {
+		h.Status.Manager = m
 	}
 	schedulable(h)
 	h.Status.ObservedGeneration = h.Generation
 	if equality.Semantic.DeepEqual(before.Status, h.Status) {
-		return ctrl.Result{RequeueAfter: jitter(hostProbeInterval)}, nil
+		return ctrl.Result{RequeueAfter: Jitter(hostProbeInterval)}, nil
 	}
 	if err := r.Status().Update(ctx, h); err != nil && !apierrors.IsConflict(err) {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	} else if err != nil {
-		return ctrl.Result{RequeueAfter: conflictRetry}, nil
+		return ctrl.Result{RequeueAfter: ConflictRetry}, nil
 	}
-	return ctrl.Result{RequeueAfter: jitter(hostProbeInterval)}, nil
+	return ctrl.Result{RequeueAfter: Jitter(hostProbeInterval)}, nil
 }
 
 // finalize keeps the in-use finalizer on a host objects are bound to; a host
 // being deleted keeps it, and serves them, until they are gone (done: nothing else
 // to do this pass).
-func (r *dockerHostReconciler) finalize(ctx context.Context, h *sandboxv1.DockerHost, bound int32) (done bool, err error) {
+func (r *DockerHostReconciler) finalize(ctx context.Context, h *sandboxv1.DockerHost, bound int32) (done bool, err error) {
 	if h.DeletionTimestamp.IsZero() {
 		if controllerutil.ContainsFinalizer(h, sandboxv1.DockerHostFinalizer) {
 			return false, nil
@@ -98,21 +133,21 @@ func (r *dockerHostReconciler) finalize(ctx context.Context, h *sandboxv1.Docker
 }
 
 // observe pings the daemon and proves its identity.
-func (r *dockerHostReconciler) observe(ctx context.Context, h *sandboxv1.DockerHost, hs *hostSet) {
+func (r *DockerHostReconciler) observe(ctx context.Context, h *sandboxv1.DockerHost, hs DrivenHost) {
 	pctx, cancel := context.WithTimeout(ctx, pingTimeout)
 	defer cancel()
-	info, err := hs.driver.Ping(pctx)
+	info, err := hs.Driver().Ping(pctx)
 	if err != nil {
 		setHostCondition(h, sandboxv1.ConditionReady, metav1.ConditionFalse, hostErrorReason(err), fmt.Sprintf("the daemon does not answer: %v", err))
 		return
 	}
 	h.Status.Daemon = daemonInfo(info)
-	id, err := hs.identity.Prove(pctx)
+	id, err := hs.ProveHost(pctx)
 	if err != nil {
 		setHostCondition(h, sandboxv1.ConditionReady, metav1.ConditionFalse, hostErrorReason(err), fmt.Sprintf("the daemon answers, but its identity is not proven: %v", err))
 		return
 	}
-	h.Status.Identity = hostStatus(id)
+	h.Status.Identity = HostStatus(id)
 	setHostCondition(h, sandboxv1.ConditionReady, metav1.ConditionTrue, sandboxv1.ReasonReachable,
 		fmt.Sprintf("Docker %s answers; identity %s", info.ServerVersion, id.ID))
 }
@@ -123,19 +158,19 @@ func (r *dockerHostReconciler) observe(ctx context.Context, h *sandboxv1.DockerH
 // resync period or once the host's event stream resyncs, and would report Ready
 // all the while its host is down; one backing off from Docker being down would
 // wait out its backoff (up to 5 minutes) once it is back.
-func (r *dockerHostReconciler) requeueOnTurn(ctx context.Context, before, h *sandboxv1.DockerHost, hs *hostSet) {
+func (r *DockerHostReconciler) requeueOnTurn(ctx context.Context, before, h *sandboxv1.DockerHost, hs DrivenHost) {
 	was := meta.FindStatusCondition(before.Status.Conditions, sandboxv1.ConditionReady)
 	is := meta.FindStatusCondition(h.Status.Conditions, sandboxv1.ConditionReady)
 	if was == nil || is == nil || was.Status == is.Status {
 		return
 	}
-	keys, err := boundTo(ctx, r.Client, h.Name)
+	keys, err := BoundTo(ctx, r.Client, h.Name)
 	if err != nil {
 		logf.FromContext(ctx).Error(err, "Listing the Sandboxes of a Docker host that went down or came back")
 		return
 	}
 	for _, key := range keys {
-		hs.sandboxes.enqueue(key)
+		hs.Enqueue(key)
 	}
 }
 
@@ -165,12 +200,12 @@ func schedulable(h *sandboxv1.DockerHost) {
 
 func setHostCondition(h *sandboxv1.DockerHost, t string, status metav1.ConditionStatus, reason, msg string) {
 	meta.SetStatusCondition(&h.Status.Conditions, metav1.Condition{Type: t, Status: status, Reason: reason,
-		Message: cut(msg, noteLimit), ObservedGeneration: h.Generation})
+		Message: Cut(msg, NoteLimit), ObservedGeneration: h.Generation})
 }
 
 func hostErrorReason(err error) string {
 	if errors.Is(err, errInsecure) {
 		return sandboxv1.ReasonInsecureEndpoint
 	}
-	return hostReason(err)
+	return HostReason(err)
 }

@@ -18,47 +18,47 @@ var errNotHolder = errors.New("this manager no longer holds the Lease of the Doc
 // Lease. A Lease alone is no fence: a replica frozen past it (a long GC pause,
 // SIGSTOP) resumes in the middle of a pass, and this check is what stops that
 // pass from acting where another replica now does. Reads go through.
-type fenced struct {
+type Fenced struct {
 	dd.Driver
-	holds func() bool
+	Holds func() bool
 }
 
-func (f fenced) check(op, ref string) error {
-	if f.holds() {
+func (f Fenced) check(op, ref string) error {
+	if f.Holds() {
 		return nil
 	}
 	return dd.NewError(op, ref, dd.ErrUnavailable, errNotHolder)
 }
 
-func (f fenced) PlantHostIdentity(ctx context.Context, id string) error {
+func (f Fenced) PlantHostIdentity(ctx context.Context, id string) error {
 	if err := f.check("plant host identity", ""); err != nil {
 		return err
 	}
 	return f.Driver.PlantHostIdentity(ctx, id)
 }
 
-func (f fenced) PullImage(ctx context.Context, ref string, progress func(dd.PullProgress)) error {
+func (f Fenced) PullImage(ctx context.Context, ref string, progress func(dd.PullProgress)) error {
 	if err := f.check("pull", ref); err != nil {
 		return err
 	}
 	return f.Driver.PullImage(ctx, ref, progress)
 }
 
-func (f fenced) CreateContainer(ctx context.Context, spec dd.ContainerSpec) (dd.Container, error) {
+func (f Fenced) CreateContainer(ctx context.Context, spec dd.ContainerSpec) (dd.Container, error) {
 	if err := f.check("create", spec.Name); err != nil {
 		return dd.Container{}, err
 	}
 	return f.Driver.CreateContainer(ctx, spec)
 }
 
-func (f fenced) Exec(ctx context.Context, nameOrID string, spec dd.ExecSpec) (dd.ExecResult, error) {
+func (f Fenced) Exec(ctx context.Context, nameOrID string, spec dd.ExecSpec) (dd.ExecResult, error) {
 	if err := f.check("exec", nameOrID); err != nil {
 		return dd.ExecResult{}, err
 	}
 	return f.Driver.Exec(ctx, nameOrID, spec)
 }
 
-func (f fenced) PrepareExec(ctx context.Context, nameOrID string, spec dd.ExecSpec) (dd.PreparedExec, error) {
+func (f Fenced) PrepareExec(ctx context.Context, nameOrID string, spec dd.ExecSpec) (dd.PreparedExec, error) {
 	if err := f.check("exec", nameOrID); err != nil {
 		return nil, err
 	}
@@ -69,14 +69,14 @@ func (f fenced) PrepareExec(ctx context.Context, nameOrID string, spec dd.ExecSp
 	return fencedExec{PreparedExec: p, f: f, ref: nameOrID}, nil
 }
 
-func (f fenced) Remove(ctx context.Context, nameOrID string, stopTimeout time.Duration) error {
+func (f Fenced) Remove(ctx context.Context, nameOrID string, stopTimeout time.Duration) error {
 	if err := f.check("remove", nameOrID); err != nil {
 		return err
 	}
 	return f.Driver.Remove(ctx, nameOrID, stopTimeout)
 }
 
-func (f fenced) Rename(ctx context.Context, nameOrID, newName string) error {
+func (f Fenced) Rename(ctx context.Context, nameOrID, newName string) error {
 	if err := f.check("rename", nameOrID); err != nil {
 		return err
 	}
@@ -87,7 +87,7 @@ func (f fenced) Rename(ctx context.Context, nameOrID, newName string) error {
 // while the Lease is held.
 type fencedExec struct {
 	dd.PreparedExec
-	f   fenced
+	f   Fenced
 	ref string
 }
 

@@ -16,10 +16,10 @@ import (
 // host before its Lease can be another's: the fence refuses once the Lease is
 // older than Duration minus RetryPeriod by the replica's own clock.
 func TestFenceRefusesOnceTheLeaseMayBeAnothers(t *testing.T) {
-	table := newLeaseTable(HostLeases{Namespace: "ns", Identity: "me", Duration: 300 * time.Millisecond, RetryPeriod: 100 * time.Millisecond}, nil, nil)
+	table := NewTable(Config{Namespace: "ns", Identity: "me", Duration: 300 * time.Millisecond, RetryPeriod: 100 * time.Millisecond}, nil, nil)
 	host := fake.New()
 	host.AddImage("img", fake.Image{})
-	f := fenced{Driver: host, holds: func() bool { return table.holds("h") }}
+	f := Fenced{Driver: host, Holds: func() bool { return table.Holds("h") }}
 	ctx := context.Background()
 
 	if _, err := f.CreateContainer(ctx, dd.ContainerSpec{Name: "before", Image: "img", OwnerLabel: "test", Labels: map[string]string{"test": "fence"}}); !errors.Is(err, errNotHolder) {

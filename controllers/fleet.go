@@ -15,6 +15,7 @@ import (
 
 	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
 	dd "github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver"
+	"github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver/eventhub"
 	"github.com/roboco-sandbox/sandbox-controller/internal/host"
 )
 
@@ -26,12 +27,12 @@ import (
 type fleet struct {
 	mgr   ctrl.Manager
 	setup Setup
-	live  *passes
-	keys  *poolKeys
+	live  *Passes
+	keys  *Keys
 
 	// leases share the hosts among replicas (nil: this manager drives every host,
 	// its controllers on the elected leader only).
-	leases *leaseTable
+	leases *Table
 
 	// taken tells the DockerHost controller of a host this replica took.
 	taken chan event.TypedGenericEvent[*sandboxv1.DockerHost]
@@ -52,12 +53,12 @@ type hostSet struct {
 	// endpoint and tlsVersion are what the driver was dialled with (empty for
 	// the manager's own host): a change re-dials through sw.
 	endpoint, tlsVersion string
-	sw                   *switchDriver
+	sw                   *dd.Switch
 }
 
-// addDialled sets up a DockerHost's controllers on a driver dialled from its spec.
-func (f *fleet) addDialled(name string, driver dd.Driver, endpoint, tlsVersion string) (*hostSet, error) {
-	sw := newSwitchDriver(driver)
+// AddDialled sets up a DockerHost's controllers on a driver dialled from its spec.
+func (f *fleet) AddDialled(name string, driver dd.Driver, endpoint, tlsVersion string) (DrivenHost, error) {
+	sw := dd.NewSwitch(driver)
 	hs, err := f.add(name, sw)
 	if err != nil {
 		return nil, err
@@ -68,31 +69,31 @@ func (f *fleet) addDialled(name string, driver dd.Driver, endpoint, tlsVersion s
 	return hs, nil
 }
 
-// redial points the host's controllers at a new driver.
-func (hs *hostSet) redial(driver dd.Driver, endpoint, tlsVersion string) {
-	hs.sw.swap(driver)
+// Redial points the host's controllers at a new driver.
+func (hs *hostSet) Redial(driver dd.Driver, endpoint, tlsVersion string) {
+	hs.sw.Swap(driver)
 	hs.endpoint, hs.tlsVersion = endpoint, tlsVersion
 }
 
 func newFleet(mgr ctrl.Manager, s Setup) (*fleet, error) {
-	f := &fleet{mgr: mgr, setup: s, live: newPasses(), hosts: map[string]*hostSet{},
+	f := &fleet{mgr: mgr, setup: s, live: NewPasses(), hosts: map[string]*hostSet{},
 		taken: make(chan event.TypedGenericEvent[*sandboxv1.DockerHost], 1024),
-		keys:  newPoolKeys(mgr.GetClient(), mgr.GetAPIReader(), mgr.GetScheme())}
-	if err := registerIndexes(mgr, s.Options); err != nil {
+		keys:  New(mgr.GetClient(), mgr.GetAPIReader(), mgr.GetScheme())}
+	if err := Register(mgr, s.Options); err != nil {
 		return nil, err
 	}
-	if err := registerStatusCollector(mgr.GetCache(), mgr.Elected()); err != nil {
+	if err := RegisterStatusCollector(mgr.GetCache(), mgr.Elected()); err != nil {
 		return nil, err
 	}
 	// Liveness is the manager's own health: no pass stuck (Docker calls have deadlines).
-	if err := mgr.AddHealthzCheck("sandbox-passes", f.live.check); err != nil {
+	if err := mgr.AddHealthzCheck("sandbox-passes", f.live.Check); err != nil {
 		return nil, err
 	}
 	if s.Leases != nil {
-		f.leases = newLeaseTable(*s.Leases, mgr.GetClient(), mgr.GetAPIReader())
-		f.leases.hosts = f.hostNames
-		f.leases.onAcquire = func(name string) { f.wake(context.Background(), name) }
-		f.leases.onLose = func(string) {}
+		f.leases = NewTable(*s.Leases, mgr.GetClient(), mgr.GetAPIReader())
+		f.leases.Hosts = f.hostNames
+		f.leases.OnAcquire = func(name string) { f.wake(context.Background(), name) }
+		f.leases.OnLose = func(string) {}
 		if err := mgr.Add(f.leases); err != nil {
 			return nil, err
 		}
@@ -114,26 +115,26 @@ func (f *fleet) add(name string, driver dd.Driver) (*hostSet, error) {
 		settle = host.DefaultIdentitySettle
 	}
 	raw := driver
-	scope := hostScope{name: name, leaderOnly: f.leases == nil}
+	scope := Scope{Name: name, LeaderOnly: f.leases == nil}
 	if f.leases != nil {
-		scope.holds = func() bool { return f.leases.holds(name) }
-		driver = fenced{Driver: raw, holds: scope.holds}
+		scope.Holds = func() bool { return f.leases.Holds(name) }
+		driver = Fenced{Driver: raw, Holds: scope.Holds}
 	}
-	events := newHostEvents(driver)
+	events := eventhub.NewShared(driver)
 	identity := host.NewIdentity(driver, settle)
-	sandboxes := &SandboxReconciler{Client: f.mgr.GetClient(), Driver: driver, Options: s.Options, scope: scope,
-		MaxConcurrentReconciles: s.MaxConcurrentReconciles, events: events, identity: identity, observe: s.ObservePass,
-		poolKeys: f.keys, live: f.live}
+	sandboxes := &SandboxReconciler{Client: f.mgr.GetClient(), Driver: driver, Options: s.Options, Scope: scope,
+		MaxConcurrentReconciles: s.MaxConcurrentReconciles, Events: events, Identity: identity, Observe: s.ObservePass,
+		PoolKeys: f.keys, Live: f.live}
 	if err := sandboxes.SetupWithManager(f.mgr); err != nil {
 		return nil, fmt.Errorf("setting up the Sandbox controller of Docker host %s: %w", name, err)
 	}
-	pools := &PoolReconciler{Client: f.mgr.GetClient(), sandboxes: sandboxes, host: sandboxes.host, keys: f.keys, scope: scope}
+	pools := &PoolReconciler{Client: f.mgr.GetClient(), Sandboxes: sandboxes, Options: s.Options, Host: sandboxes.Host, Keys: f.keys, Scope: scope}
 	if err := pools.SetupWithManager(f.mgr, s.Options.PoolRefills); err != nil {
 		return nil, fmt.Errorf("setting up the SandboxPool controller of Docker host %s: %w", name, err)
 	}
-	sandboxes.pokePool = pools.poke
+	sandboxes.PokePool = pools.Poke
 	if s.Sweep {
-		sweep := &SweepReconciler{Driver: driver, Options: s.Options, events: events, identity: identity, scope: scope}
+		sweep := &SweepReconciler{Driver: driver, Options: s.Options, Events: events, Identity: identity, Scope: scope}
 		if err := sweep.SetupWithManager(f.mgr); err != nil {
 			return nil, fmt.Errorf("setting up the orphan sweep of Docker host %s: %w", name, err)
 		}
@@ -143,8 +144,49 @@ func (f *fleet) add(name string, driver dd.Driver) (*hostSet, error) {
 	return hs, nil
 }
 
-// holds says whether this replica acts on the host name now.
-func (f *fleet) holds(name string) bool { return f.leases == nil || f.leases.holds(name) }
+// Holds says whether this replica acts on the host name now.
+func (f *fleet) Holds(name string) bool { return f.leases == nil || f.leases.Holds(name) }
+
+// Host is the host name's controllers, if this manager drives it yet.
+func (f *fleet) Host(name string) (DrivenHost, bool) {
+	if hs, ok := f.get(name); ok {
+		return hs, true
+	}
+	return nil, false
+}
+
+// Raw is the host name's driver, unfenced, if this manager drives it yet.
+func (f *fleet) Raw(name string) (dd.Driver, bool) {
+	if hs, ok := f.get(name); ok {
+		return hs.raw, true
+	}
+	return nil, false
+}
+
+// Manager names this replica when replicas share the hosts ("": they do not).
+func (f *fleet) Manager() string {
+	if f.leases == nil {
+		return ""
+	}
+	return f.leases.Config.Identity
+}
+
+// Taken tells of each host this replica just took.
+func (f *fleet) Taken() <-chan event.TypedGenericEvent[*sandboxv1.DockerHost] { return f.taken }
+
+// Driver is the host's driver as its controllers use it.
+func (hs *hostSet) Driver() dd.Driver { return hs.driver }
+
+// ProveHost proves which Docker host the driver reaches.
+func (hs *hostSet) ProveHost(ctx context.Context) (dd.HostIdentity, error) {
+	return hs.identity.Prove(ctx)
+}
+
+// Dialled is what the driver was dialled with (empty for the manager's own host).
+func (hs *hostSet) Dialled() (endpoint, tlsVersion string) { return hs.endpoint, hs.tlsVersion }
+
+// Enqueue re-queues a Sandbox bound to the host.
+func (hs *hostSet) Enqueue(key types.NamespacedName) { hs.sandboxes.Enqueue(key) }
 
 // wake looks again at everything bound to a host this replica just took: the
 // passes skipped while another replica held it.
@@ -158,17 +200,17 @@ func (f *fleet) wake(ctx context.Context, name string) {
 		return // its controllers, set up later, list what is bound to it
 	}
 	hs.identity.Forget()
-	keys, err := boundTo(ctx, f.mgr.GetClient(), name)
+	keys, err := BoundTo(ctx, f.mgr.GetClient(), name)
 	if err != nil {
 		logf.FromContext(ctx).Error(err, "Listing the Sandboxes of a Docker host taken over", "dockerHost", name)
 	}
 	for _, k := range keys {
-		hs.sandboxes.enqueue(k)
+		hs.sandboxes.Enqueue(k)
 	}
 	var pools sandboxv1.SandboxPoolList
-	if err := f.mgr.GetClient().List(ctx, &pools, client.MatchingFields{dockerHostIndex: name}); err == nil {
+	if err := f.mgr.GetClient().List(ctx, &pools, client.MatchingFields{DockerHost: name}); err == nil {
 		for i := range pools.Items {
-			hs.pools.poke(types.NamespacedName{Namespace: pools.Items[i].Namespace, Name: pools.Items[i].Name})
+			hs.pools.Poke(types.NamespacedName{Namespace: pools.Items[i].Namespace, Name: pools.Items[i].Name})
 		}
 	}
 }
@@ -193,17 +235,4 @@ func (f *fleet) hostNames(ctx context.Context) ([]string, error) {
 	}
 	sort.Strings(names)
 	return names, nil
-}
-
-// boundTo lists, from the cache, the Sandboxes bound to the Docker host name.
-func boundTo(ctx context.Context, reader client.Reader, name string) ([]types.NamespacedName, error) {
-	var list sandboxv1.SandboxList
-	if err := reader.List(ctx, &list, client.MatchingFields{dockerHostIndex: name}, client.UnsafeDisableDeepCopy); err != nil {
-		return nil, err
-	}
-	keys := make([]types.NamespacedName, 0, len(list.Items))
-	for i := range list.Items {
-		keys = append(keys, types.NamespacedName{Namespace: list.Items[i].Namespace, Name: list.Items[i].Name})
-	}
-	return keys, nil
 }

@@ -6,50 +6,33 @@ import (
 	"github.com/go-logr/logr"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
-	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
-
-// boundToHost admits the objects bound to the DockerHost name (spec.dockerHost).
-func boundToHost(name string) predicate.Predicate {
-	return predicate.NewPredicateFuncs(func(obj client.Object) bool { return dockerHostOf(obj) == name })
-}
-
-// dockerHostOf is the DockerHost a Sandbox or SandboxPool is bound to.
-func dockerHostOf(obj client.Object) string {
-	switch o := obj.(type) {
-	case interface{ GetDockerHost() string }:
-		return o.GetDockerHost()
-	default:
-		return ""
-	}
-}
 
 // hostScope is what a host's controllers know of their host: its name, whether
 // this replica acts on it now, and whether they run on the leader only (one
 // manager drives every host) or on every replica (hosts shared by Leases).
-type hostScope struct {
-	name       string
-	holds      func() bool
-	leaderOnly bool
+type Scope struct {
+	Name       string
+	Holds      func() bool
+	LeaderOnly bool
 }
 
 // active says whether a pass may act on the host now.
-func (s hostScope) active() bool { return s.holds == nil || s.holds() }
+func (s Scope) Active() bool { return s.Holds == nil || s.Holds() }
 
 // options are a host's controller's options. Every host's controllers share
 // their names (sandbox, sandboxpool, sandbox-sweep), so that metrics and
 // dashboards add up across the fleet; logs carry the host.
-func (s hostScope) options(workers int) controller.Options {
-	return controller.Options{MaxConcurrentReconciles: workers, SkipNameValidation: ptr.To(true), NeedLeaderElection: ptr.To(s.leaderOnly)}
+func (s Scope) Options(workers int) controller.Options {
+	return controller.Options{MaxConcurrentReconciles: workers, SkipNameValidation: ptr.To(true), NeedLeaderElection: ptr.To(s.LeaderOnly)}
 }
 
 // runnable is a host's background work, run where its controllers run.
-func (s hostScope) runnable(fn func(ctx context.Context) error) manager.Runnable {
-	return scopedRunnable{fn: fn, leaderOnly: s.leaderOnly}
+func (s Scope) Runnable(fn func(ctx context.Context) error) manager.Runnable {
+	return scopedRunnable{fn: fn, leaderOnly: s.LeaderOnly}
 }
 
 type scopedRunnable struct {
@@ -61,7 +44,7 @@ func (r scopedRunnable) Start(ctx context.Context) error { return r.fn(ctx) }
 func (r scopedRunnable) NeedLeaderElection() bool        { return r.leaderOnly }
 
 // hostLogger names the controller and the DockerHost in every log line of a pass.
-func hostLogger(mgr ctrl.Manager, controllerName, host string) func(*reconcile.Request) logr.Logger {
+func HostLogger(mgr ctrl.Manager, controllerName, host string) func(*reconcile.Request) logr.Logger {
 	base := mgr.GetLogger().WithValues("controller", controllerName, "dockerHost", host)
 	return func(req *reconcile.Request) logr.Logger {
 		if req == nil {

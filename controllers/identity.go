@@ -17,11 +17,6 @@ import (
 	dd "github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver"
 )
 
-// hostRecheck is how often a Sandbox bound to another Docker host is looked at
-// again, with the host's identity read afresh: an operator may have pointed the
-// manager back, or restored the host's marker.
-const hostRecheck = time.Minute
-
 // reconcileDockerHost binds the Sandbox to the Docker host the manager talks to on
 // its first pass, persisted before anything exists there, and afterwards checks
 // that it is still that host. When it is not, or cannot be proven, the pass stops
@@ -35,17 +30,17 @@ func (r *SandboxReconciler) reconcileDockerHost(ctx context.Context, sb *sandbox
 		hostUnproven(sb, err, retryLater(ctx))
 		return r.memory.pace(ctx, sb, ctrl.Result{}), false, r.patchStatus(ctx, before, sb)
 	case bound == nil:
-		sb.Status.DockerHost = hostStatus(current)
+		sb.Status.DockerHost = HostStatus(current)
 		if err := r.patchStatus(ctx, before, sb); err != nil {
 			return ctrl.Result{}, false, err
 		}
 		r.Recorder.Eventf(sb, nil, corev1.EventTypeNormal, sandboxv1.EventDockerHostBound, sandboxv1.ActionReconcile,
-			"bound to Docker host %s", describeHost(*sb.Status.DockerHost))
+			"bound to Docker host %s", DescribeHost(*sb.Status.DockerHost))
 		logf.FromContext(ctx).Info("Sandbox bound to its Docker host", "hostID", current.ID, "daemonID", current.DaemonID, "hostName", current.Name)
 		return ctrl.Result{}, true, nil
 	case bound.ID != current.ID && !chaosplant.Active(chaosplant.IdentitySkipped):
-		wrongHost(sb, wrongHostMessage(*bound, current, "nothing is created, removed or judged for it here; run a manager against that host"))
-		return r.memory.pace(ctx, sb, ctrl.Result{RequeueAfter: jitter(hostRecheck)}), false, r.patchStatus(ctx, before, sb)
+		wrongHost(sb, WrongHostMessage(*bound, current, "nothing is created, removed or judged for it here; run a manager against that host"))
+		return r.memory.pace(ctx, sb, ctrl.Result{RequeueAfter: Jitter(HostRecheck)}), false, r.patchStatus(ctx, before, sb)
 	}
 	return ctrl.Result{}, true, nil
 }
@@ -53,9 +48,9 @@ func (r *SandboxReconciler) reconcileDockerHost(ctx context.Context, sb *sandbox
 // currentHost proves the identity of the Docker host the manager talks to. For a
 // Sandbox bound elsewhere, a proof older than hostRecheck is read again.
 func (r *SandboxReconciler) currentHost(ctx context.Context, sb *sandboxv1.Sandbox) (dd.HostIdentity, error) {
-	current, err := r.identity.Prove(ctx)
+	current, err := r.Identity.Prove(ctx)
 	if err == nil && sb.Status.DockerHost != nil && sb.Status.DockerHost.ID != current.ID {
-		return r.identity.Recheck(ctx, hostRecheck)
+		return r.Identity.Recheck(ctx, HostRecheck)
 	}
 	return current, err
 }
@@ -70,21 +65,21 @@ func (r *SandboxReconciler) teardownHost(ctx context.Context, sb *sandboxv1.Sand
 	bound := sb.Status.DockerHost
 	switch {
 	case err != nil:
-		setCondition(sb, sandboxv1.ConditionReady, metav1.ConditionFalse, hostReason(err),
+		SetCondition(sb, sandboxv1.ConditionReady, metav1.ConditionFalse, HostReason(err),
 			fmt.Sprintf("cannot tear down: %v; retrying in %s", err, retryLater(ctx).Round(time.Second)))
 		return false, false, ctrl.Result{}
 	case bound == nil || bound.ID == current.ID:
 		return true, false, ctrl.Result{}
 	case sb.Annotations[sandboxv1.AnnotationReleaseDockerHost] == bound.ID:
 		r.Recorder.Eventf(sb, nil, corev1.EventTypeWarning, sandboxv1.EventDockerHostReleased, sandboxv1.ActionTeardown,
-			"released by %s without tearing down: its containers on Docker host %s are not removed", sandboxv1.AnnotationReleaseDockerHost, describeHost(*bound))
+			"released by %s without tearing down: its containers on Docker host %s are not removed", sandboxv1.AnnotationReleaseDockerHost, DescribeHost(*bound))
 		logf.FromContext(ctx).Info("Sandbox released from its Docker host without teardown", "host", bound.ID, "current", current.ID)
 		return false, true, ctrl.Result{}
 	}
-	setCondition(sb, sandboxv1.ConditionReady, metav1.ConditionFalse, sandboxv1.ReasonWrongDockerHost,
-		wrongHostMessage(*bound, current, fmt.Sprintf("its containers there cannot be confirmed gone, so the finalizer stays; run a manager against that host, or, if it is gone for good, annotate the Sandbox %s=%s to let it go without teardown",
+	SetCondition(sb, sandboxv1.ConditionReady, metav1.ConditionFalse, sandboxv1.ReasonWrongDockerHost,
+		WrongHostMessage(*bound, current, fmt.Sprintf("its containers there cannot be confirmed gone, so the finalizer stays; run a manager against that host, or, if it is gone for good, annotate the Sandbox %s=%s to let it go without teardown",
 			sandboxv1.AnnotationReleaseDockerHost, bound.ID)))
-	return false, false, ctrl.Result{RequeueAfter: jitter(hostRecheck)}
+	return false, false, ctrl.Result{RequeueAfter: Jitter(HostRecheck)}
 }
 
 // hostUnproven says that the manager cannot prove which Docker host it talks to.
@@ -95,8 +90,8 @@ func hostUnproven(sb *sandboxv1.Sandbox, err error, retryIn time.Duration) {
 	}
 	msg := fmt.Sprintf("%v; nothing is created, removed or judged until it can; retrying in %s", err, retryIn.Round(time.Second))
 	sb.Status.ObservedGeneration = sb.Generation
-	setCondition(sb, sandboxv1.ConditionReady, metav1.ConditionFalse, sandboxv1.ReasonDockerHostUnproven, msg)
-	setCondition(sb, sandboxv1.ConditionReconciling, metav1.ConditionTrue, sandboxv1.ReasonDockerHostUnproven, "retrying: "+msg)
+	SetCondition(sb, sandboxv1.ConditionReady, metav1.ConditionFalse, sandboxv1.ReasonDockerHostUnproven, msg)
+	SetCondition(sb, sandboxv1.ConditionReconciling, metav1.ConditionTrue, sandboxv1.ReasonDockerHostUnproven, "retrying: "+msg)
 	meta.RemoveStatusCondition(&sb.Status.Conditions, sandboxv1.ConditionStalled)
 }
 
@@ -105,31 +100,10 @@ func hostUnproven(sb *sandboxv1.Sandbox, err error, retryIn time.Duration) {
 // owner means nothing for it.
 func wrongHost(sb *sandboxv1.Sandbox, msg string) {
 	sb.Status.ObservedGeneration = sb.Generation
-	setCondition(sb, sandboxv1.ConditionReady, metav1.ConditionFalse, sandboxv1.ReasonWrongDockerHost, msg)
-	setCondition(sb, sandboxv1.ConditionStalled, metav1.ConditionTrue, sandboxv1.ReasonWrongDockerHost, msg)
+	SetCondition(sb, sandboxv1.ConditionReady, metav1.ConditionFalse, sandboxv1.ReasonWrongDockerHost, msg)
+	SetCondition(sb, sandboxv1.ConditionStalled, metav1.ConditionTrue, sandboxv1.ReasonWrongDockerHost, msg)
 	for _, t := range []string{sandboxv1.ConditionContainersRunning, sandboxv1.ConditionOwnerAlive} {
-		setCondition(sb, t, metav1.ConditionUnknown, sandboxv1.ReasonWrongDockerHost, "not observed: the manager talks to another Docker host")
+		SetCondition(sb, t, metav1.ConditionUnknown, sandboxv1.ReasonWrongDockerHost, "not observed: the manager talks to another Docker host")
 	}
 	meta.RemoveStatusCondition(&sb.Status.Conditions, sandboxv1.ConditionReconciling)
-}
-
-func hostReason(err error) string {
-	if errors.Is(err, dd.ErrUnavailable) {
-		return sandboxv1.ReasonDockerUnavailable
-	}
-	return sandboxv1.ReasonDockerHostUnproven
-}
-
-func wrongHostMessage(bound sandboxv1.DockerHostStatus, current dd.HostIdentity, then string) string {
-	return fmt.Sprintf("bound to Docker host %s, but the manager talks to Docker host %s: %s",
-		describeHost(bound), describeHost(*hostStatus(current)), then)
-}
-
-func hostStatus(id dd.HostIdentity) *sandboxv1.DockerHostStatus {
-	return &sandboxv1.DockerHostStatus{ID: id.ID, DaemonID: id.DaemonID, Name: id.Name}
-}
-
-// describeHost names a host for people: its identity, then what the daemon says.
-func describeHost(h sandboxv1.DockerHostStatus) string {
-	return fmt.Sprintf("%s (daemon %q, name %q)", h.ID, h.DaemonID, h.Name)
 }

@@ -3,7 +3,6 @@ package controllers
 import (
 	"context"
 	"fmt"
-	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -26,10 +25,4 @@ func ClusterInstance(ctx context.Context, reader client.Reader) (string, error) 
 			"grant the manager get on namespaces/%s (config/rbac does), or name this control plane with --instance", clusterNamespace, err, clusterNamespace)
 	}
 	return "cluster-" + string(ns.UID), nil
-}
-
-// judges says whether containers labelled with instance are this control plane's
-// to judge: made under its instance or under one of its legacy names.
-func (o Options) judges(instance string) bool {
-	return instance == o.Instance || slices.Contains(o.LegacyInstances, instance)
 }

@@ -26,8 +26,3 @@ func sandboxKey(labels map[string]string) (types.NamespacedName, bool) {
 func uidSelector(sb *sandboxv1.Sandbox) map[string]string {
 	return map[string]string{host.LabelUID: string(sb.UID)}
 }
-
-// isSandboxContainer says whether labels mark one of upstream's or our sandbox containers.
-func isSandboxContainer(labels map[string]string) bool {
-	return labels[host.LabelSandbox] == host.LabelSandboxTrue
-}

@@ -14,7 +14,7 @@ import (
 // per DockerHost in Namespace, held by at most one replica (Identity) at a
 // time, each replica taking its fair share (the hosts over the live replicas,
 // rounded up; a replica is live while it renews its own member Lease).
-type HostLeases struct {
+type Config struct {
 	Namespace, Identity string
 	// Duration is how long a Lease not renewed stays its holder's; RetryPeriod
 	// is how often each replica renews, takes and gives up Leases.
@@ -31,16 +31,16 @@ const (
 // each was last renewed by its own monotonic clock, and when it last saw each
 // other Lease change (a Lease unchanged for Duration is free to take, judged by
 // this replica's clock only, as client-go's leader election does).
-type leaseTable struct {
-	cfg    HostLeases
+type Table struct {
+	Config Config
 	client client.Client
 	// api lists the Leases live: in the Leases' namespace only (the manager's
 	// Role grants no more), and never behind this replica's own writes.
 	api client.Reader
 	// hosts lists the DockerHosts to share; onAcquire and onLose are told of a
 	// Lease taken or given up (onLose before it is given up).
-	hosts             func(ctx context.Context) ([]string, error)
-	onAcquire, onLose func(host string)
+	Hosts             func(ctx context.Context) ([]string, error)
+	OnAcquire, OnLose func(host string)
 
 	mu       sync.Mutex
 	held     map[string]heldLease
@@ -57,8 +57,8 @@ type observation struct {
 	since                   time.Time
 }
 
-func newLeaseTable(cfg HostLeases, c client.Client, api client.Reader) *leaseTable {
-	return &leaseTable{cfg: cfg, client: c, api: api, held: map[string]heldLease{}, observed: map[string]observation{}}
+func NewTable(Config Config, c client.Client, api client.Reader) *Table {
+	return &Table{Config: Config, client: c, api: api, held: map[string]heldLease{}, observed: map[string]observation{}}
 }
 
 // holds says whether this replica may act on host now: it holds its Lease, and
@@ -66,22 +66,22 @@ func newLeaseTable(cfg HostLeases, c client.Client, api client.Reader) *leaseTab
 // replica takes the Lease only after seeing it unchanged for a whole Duration
 // after that renewal, so the two never act at once; a replica frozen past its
 // Lease (SIGSTOP) finds this false the moment it resumes.
-func (t *leaseTable) holds(host string) bool {
+func (t *Table) Holds(host string) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	h, ok := t.held[host]
-	return ok && time.Since(h.renewed) < t.cfg.Duration-t.cfg.RetryPeriod
+	return ok && time.Since(h.renewed) < t.Config.Duration-t.Config.RetryPeriod
 }
 
 // NeedLeaderElection: every replica shares the hosts.
-func (t *leaseTable) NeedLeaderElection() bool { return false }
+func (t *Table) NeedLeaderElection() bool { return false }
 
 // Start runs the table until ctx ends, then gives up every Lease it holds and
 // its member Lease, so that the others take its hosts over (their shares grown
 // by its going) without waiting for any Lease to expire.
-func (t *leaseTable) Start(ctx context.Context) error {
+func (t *Table) Start(ctx context.Context) error {
 	log := logf.FromContext(ctx).WithName("host-leases")
-	tick := time.NewTicker(t.cfg.RetryPeriod)
+	tick := time.NewTicker(t.Config.RetryPeriod)
 	defer tick.Stop()
 	for {
 		if err := t.round(ctx); err != nil && ctx.Err() == nil {

@@ -31,13 +31,13 @@ func (a *answerLost) update(ctx context.Context, c client.WithWatch, obj client.
 }
 
 // leaseReplica is a lease table alone, holding every one of hosts.
-func leaseReplica(t *testing.T, lost *answerLost, hosts ...string) (*leaseTable, client.Client) {
+func leaseReplica(t *testing.T, lost *answerLost, hosts ...string) (*Table, client.Client) {
 	t.Helper()
 	c := fake.NewClientBuilder().WithScheme(NewScheme()).
 		WithInterceptorFuncs(interceptor.Funcs{Update: lost.update}).Build()
-	table := newLeaseTable(HostLeases{Namespace: "ns", Identity: "r1", Duration: time.Minute, RetryPeriod: time.Second}, c, c)
-	table.hosts = func(context.Context) ([]string, error) { return hosts, nil }
-	table.onAcquire, table.onLose = func(string) {}, func(string) {}
+	table := NewTable(Config{Namespace: "ns", Identity: "r1", Duration: time.Minute, RetryPeriod: time.Second}, c, c)
+	table.Hosts = func(context.Context) ([]string, error) { return hosts, nil }
+	table.OnAcquire, table.OnLose = func(string) {}, func(string) {}
 	if err := table.round(context.Background()); err != nil || len(table.heldHosts()) != len(hosts) {
 		t.Fatalf("the first round: %v; holds %v, want %v", err, table.heldHosts(), hosts)
 	}
@@ -55,7 +55,7 @@ func holderOf(t *testing.T, c client.Client, name string) string {
 
 // afterALostRenewalAnswer is a replica holding "h" after a round whose renewals
 // landed while it was told they failed.
-func afterALostRenewalAnswer(t *testing.T) (*leaseTable, client.Client) {
+func afterALostRenewalAnswer(t *testing.T) (*Table, client.Client) {
 	t.Helper()
 	lost := &answerLost{}
 	table, c := leaseReplica(t, lost, "h")
@@ -72,7 +72,7 @@ func TestLeaseKeptAfterALostRenewalAnswer(t *testing.T) {
 	if err := table.round(context.Background()); err != nil {
 		t.Errorf("the round after: %v", err)
 	}
-	if !table.holds("h") {
+	if !table.Holds("h") {
 		t.Error("the replica stopped driving h after one lost answer; nobody may drive it until its Lease expires")
 	}
 }

@@ -18,13 +18,13 @@ import (
 
 // round is one pass over the Leases: observe them, renew this replica's member
 // Lease and host Leases, give up what is over its share, take free ones up to it.
-func (t *leaseTable) round(ctx context.Context) error {
-	hosts, err := t.hosts(ctx)
+func (t *Table) round(ctx context.Context) error {
+	hosts, err := t.Hosts(ctx)
 	if err != nil {
 		return err
 	}
 	var list coordv1.LeaseList
-	if err := t.api.List(ctx, &list, client.InNamespace(t.cfg.Namespace)); err != nil {
+	if err := t.api.List(ctx, &list, client.InNamespace(t.Config.Namespace)); err != nil {
 		return err
 	}
 	byHost, members := t.observe(list.Items)
@@ -42,7 +42,7 @@ func (t *leaseTable) round(ctx context.Context) error {
 
 // observe records when each Lease was last seen to change, and sorts the list
 // into host Leases (by DockerHost) and member Leases (by name).
-func (t *leaseTable) observe(items []coordv1.Lease) (byHost, members map[string]*coordv1.Lease) {
+func (t *Table) observe(items []coordv1.Lease) (byHost, members map[string]*coordv1.Lease) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	byHost, members = map[string]*coordv1.Lease{}, map[string]*coordv1.Lease{}
@@ -65,42 +65,42 @@ func (t *leaseTable) observe(items []coordv1.Lease) (byHost, members map[string]
 }
 
 // expired: l has not changed for a whole Duration by this replica's clock.
-func (t *leaseTable) expired(l *coordv1.Lease) bool {
+func (t *Table) expired(l *coordv1.Lease) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	o, ok := t.observed[l.Name]
-	return !ok || time.Since(o.since) > t.cfg.Duration
+	return !ok || time.Since(o.since) > t.Config.Duration
 }
 
 // memberName is this replica's member Lease: a hash of its identity, which may
 // hold characters a name may not.
-func (t *leaseTable) memberName() string {
-	sum := sha256.Sum256([]byte(t.cfg.Identity))
+func (t *Table) memberName() string {
+	sum := sha256.Sum256([]byte(t.Config.Identity))
 	return "sandbox-manager-" + hex.EncodeToString(sum[:6])
 }
 
 func hostLeaseName(host string) string { return "sandbox-dockerhost-" + host }
 
-func (t *leaseTable) newLease(name string, labels map[string]string) *coordv1.Lease {
+func (t *Table) newLease(name string, labels map[string]string) *coordv1.Lease {
 	now := metav1.NewMicroTime(time.Now())
-	return &coordv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: t.cfg.Namespace, Labels: labels},
-		Spec: coordv1.LeaseSpec{HolderIdentity: ptr.To(t.cfg.Identity), LeaseDurationSeconds: ptr.To(int32(t.cfg.Duration / time.Second)),
+	return &coordv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: t.Config.Namespace, Labels: labels},
+		Spec: coordv1.LeaseSpec{HolderIdentity: ptr.To(t.Config.Identity), LeaseDurationSeconds: ptr.To(int32(t.Config.Duration / time.Second)),
 			AcquireTime: &now, RenewTime: &now}}
 }
 
-func (t *leaseTable) renewMember(ctx context.Context, l *coordv1.Lease) error {
+func (t *Table) renewMember(ctx context.Context, l *coordv1.Lease) error {
 	if l == nil {
 		return client.IgnoreAlreadyExists(t.client.Create(ctx, t.newLease(t.memberName(), map[string]string{labelLeaseMember: "true"})))
 	}
 	l.Spec.RenewTime = ptr.To(metav1.NewMicroTime(time.Now()))
-	l.Spec.HolderIdentity = ptr.To(t.cfg.Identity)
+	l.Spec.HolderIdentity = ptr.To(t.Config.Identity)
 	return t.client.Update(ctx, l)
 }
 
 // renewHeld renews every host Lease held. One that cannot be renewed (another
 // replica took it, or the API server did not answer) is lost once it would have
 // expired: this replica stops acting on the host before any other may start.
-func (t *leaseTable) renewHeld(ctx context.Context, hosts []string) error {
+func (t *Table) renewHeld(ctx context.Context, hosts []string) error {
 	var errs []error
 	for _, host := range t.heldHosts() {
 		if !slices.Contains(hosts, host) {
@@ -115,7 +115,7 @@ func (t *leaseTable) renewHeld(ctx context.Context, hosts []string) error {
 		switch {
 		case err == nil:
 			t.keep(host, l, started)
-		case apierrors.IsConflict(err) || apierrors.IsNotFound(err) || time.Since(h.renewed) > t.cfg.Duration-t.cfg.RetryPeriod:
+		case apierrors.IsConflict(err) || apierrors.IsNotFound(err) || time.Since(h.renewed) > t.Config.Duration-t.Config.RetryPeriod:
 			t.lose(ctx, host, err)
 		default:
 			errs = append(errs, err)
@@ -129,7 +129,7 @@ func (t *leaseTable) renewHeld(ctx context.Context, hosts []string) error {
 // an API server timing out after committing), leaving l's resourceVersion behind:
 // on a conflict the Lease is read again and, while it still names this replica
 // (no other takes it without writing its own name), changed and written again.
-func (t *leaseTable) writeOwn(ctx context.Context, l *coordv1.Lease, change func(*coordv1.Lease)) (*coordv1.Lease, error) {
+func (t *Table) writeOwn(ctx context.Context, l *coordv1.Lease, change func(*coordv1.Lease)) (*coordv1.Lease, error) {
 	next := l.DeepCopy()
 	change(next)
 	err := t.client.Update(ctx, next)
@@ -140,14 +140,14 @@ func (t *leaseTable) writeOwn(ctx context.Context, l *coordv1.Lease, change func
 	if getErr := t.api.Get(ctx, client.ObjectKeyFromObject(l), fresh); getErr != nil {
 		return nil, getErr
 	}
-	if ptr.Deref(fresh.Spec.HolderIdentity, "") != t.cfg.Identity {
+	if ptr.Deref(fresh.Spec.HolderIdentity, "") != t.Config.Identity {
 		return nil, err
 	}
 	change(fresh)
 	return fresh, t.client.Update(ctx, fresh)
 }
 
-func (t *leaseTable) heldHosts() []string {
+func (t *Table) heldHosts() []string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	out := make([]string, 0, len(t.held))
@@ -158,16 +158,16 @@ func (t *leaseTable) heldHosts() []string {
 	return out
 }
 
-func (t *leaseTable) keep(host string, l *coordv1.Lease, renewed time.Time) {
+func (t *Table) keep(host string, l *coordv1.Lease, renewed time.Time) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.held[host] = heldLease{lease: l, renewed: renewed}
 }
 
-func (t *leaseTable) lose(ctx context.Context, host string, why error) {
+func (t *Table) lose(ctx context.Context, host string, why error) {
 	logf.FromContext(ctx).Info("Lost the Lease of a Docker host; no longer acting on it", "dockerHost", host, "reason", why)
 	t.mu.Lock()
 	delete(t.held, host)
 	t.mu.Unlock()
-	t.onLose(host)
+	t.OnLose(host)
 }

@@ -13,7 +13,7 @@ import (
 
 // shed gives up the Leases held past share (the last by name), so that a replica
 // that joined gets its part.
-func (t *leaseTable) shed(ctx context.Context, share int) {
+func (t *Table) shed(ctx context.Context, share int) {
 	held := t.heldHosts()
 	for i := len(held) - 1; i >= share; i-- {
 		t.release(ctx, held[i])
@@ -26,7 +26,7 @@ const freeTimeout = 5 * time.Second
 
 // release stops acting on host, then frees its Lease for another replica (when
 // that fails, the Lease expires instead).
-func (t *leaseTable) release(ctx context.Context, host string) {
+func (t *Table) release(ctx context.Context, host string) {
 	t.mu.Lock()
 	h, ok := t.held[host]
 	delete(t.held, host)
@@ -34,7 +34,7 @@ func (t *leaseTable) release(ctx context.Context, host string) {
 	if !ok {
 		return
 	}
-	t.onLose(host)
+	t.OnLose(host)
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), freeTimeout)
 	defer cancel()
 	if _, err := t.writeOwn(ctx, h.lease, free); err != nil {
@@ -45,7 +45,7 @@ func (t *leaseTable) release(ctx context.Context, host string) {
 // free gives a Lease up: any replica may take it at once.
 func free(l *coordv1.Lease) { l.Spec.HolderIdentity = ptr.To("") }
 
-func (t *leaseTable) releaseAll(ctx context.Context) {
+func (t *Table) releaseAll(ctx context.Context) {
 	for _, host := range t.heldHosts() {
 		t.release(ctx, host)
 	}
@@ -53,11 +53,11 @@ func (t *leaseTable) releaseAll(ctx context.Context) {
 
 // leave empties this replica's member Lease: the others stop counting it live
 // at their next round instead of after Duration.
-func (t *leaseTable) leave(ctx context.Context) {
+func (t *Table) leave(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), freeTimeout)
 	defer cancel()
 	var l coordv1.Lease
-	err := t.api.Get(ctx, client.ObjectKey{Namespace: t.cfg.Namespace, Name: t.memberName()}, &l)
+	err := t.api.Get(ctx, client.ObjectKey{Namespace: t.Config.Namespace, Name: t.memberName()}, &l)
 	if err == nil {
 		_, err = t.writeOwn(ctx, &l, free)
 	}
@@ -69,7 +69,7 @@ func (t *leaseTable) leave(ctx context.Context) {
 // take acquires free host Leases (missing, freed, or unchanged for a whole
 // Duration) until this replica holds its share. Every write carries the Lease's
 // resourceVersion: of two replicas taking one Lease, one gets a conflict.
-func (t *leaseTable) take(ctx context.Context, hosts []string, byHost map[string]*coordv1.Lease, share int) error {
+func (t *Table) take(ctx context.Context, hosts []string, byHost map[string]*coordv1.Lease, share int) error {
 	for _, host := range hosts {
 		if len(t.heldHosts()) >= share {
 			return nil
@@ -90,7 +90,7 @@ func (t *leaseTable) take(ctx context.Context, hosts []string, byHost map[string
 			}
 			l = l.DeepCopy()
 			now := metav1.NewMicroTime(started)
-			l.Spec.HolderIdentity, l.Spec.AcquireTime, l.Spec.RenewTime = ptr.To(t.cfg.Identity), &now, &now
+			l.Spec.HolderIdentity, l.Spec.AcquireTime, l.Spec.RenewTime = ptr.To(t.Config.Identity), &now, &now
 			l.Spec.LeaseTransitions = ptr.To(ptr.Deref(l.Spec.LeaseTransitions, 0) + 1)
 			if err := t.client.Update(ctx, l); err != nil {
 				continue
@@ -98,12 +98,12 @@ func (t *leaseTable) take(ctx context.Context, hosts []string, byHost map[string
 		}
 		t.keep(host, l, started)
 		logf.FromContext(ctx).Info("Took the Lease of a Docker host", "dockerHost", host)
-		t.onAcquire(host)
+		t.OnAcquire(host)
 	}
 	return nil
 }
 
-func (t *leaseTable) holdsLease(host string) bool {
+func (t *Table) holdsLease(host string) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	_, ok := t.held[host]

@@ -18,17 +18,17 @@ import (
 const stuckAfter = 10 * time.Minute
 
 // passes tracks the passes in flight, for the liveness check.
-type passes struct {
+type Passes struct {
 	stuckAfter time.Duration
 	mu         sync.Mutex
 	next       uint64
 	running    map[uint64]time.Time
 }
 
-func newPasses() *passes { return &passes{stuckAfter: stuckAfter, running: map[uint64]time.Time{}} }
+func NewPasses() *Passes { return &Passes{stuckAfter: stuckAfter, running: map[uint64]time.Time{}} }
 
 // wrap counts every pass of r.
-func (p *passes) wrap(r reconcile.Reconciler) reconcile.Reconciler {
+func (p *Passes) Wrap(r reconcile.Reconciler) reconcile.Reconciler {
 	return reconcile.Func(func(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 		p.mu.Lock()
 		id := p.next
@@ -45,7 +45,7 @@ func (p *passes) wrap(r reconcile.Reconciler) reconcile.Reconciler {
 }
 
 // check is the /healthz check: it fails while a pass has run for longer than stuckAfter.
-func (p *passes) check(*http.Request) error {
+func (p *Passes) Check(*http.Request) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, started := range p.running {
@@ -54,4 +54,16 @@ func (p *passes) check(*http.Request) error {
 		}
 	}
 	return nil
+}
+
+// observed tells observe the outcome of every pass of r (nil: r as it is).
+func Observed(r reconcile.Reconciler, observe func(ctrl.Request, ctrl.Result, error)) reconcile.Reconciler {
+	if observe == nil {
+		return r
+	}
+	return reconcile.Func(func(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+		result, err := r.Reconcile(ctx, req)
+		observe(req, result, err)
+		return result, err
+	})
 }

@@ -17,6 +17,11 @@ type metrics struct {
 	pullSeconds   *prometheus.HistogramVec
 	probeAttempts *prometheus.CounterVec
 	failures      *prometheus.CounterVec
+	// ownerGoneDeletions count Sandboxes deleted for their owner; claims and
+	// claimSeconds the warm pool claims.
+	ownerGoneDeletions prometheus.Counter
+	claims             *prometheus.CounterVec
+	claimSeconds       *prometheus.HistogramVec
 }
 
 var sandboxMetrics = &metrics{
@@ -38,11 +43,25 @@ var sandboxMetrics = &metrics{
 		Name: "sandbox_failures_total",
 		Help: "Failures reported in Sandbox conditions, by reason (counted when a condition turns to it).",
 	}, []string{"reason"}),
+	ownerGoneDeletions: prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "sandbox_owner_gone_deletions_total",
+		Help: "Sandboxes deleted because their owner container was gone for the grace period.",
+	}),
+	claims: prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "sandbox_pool_claims_total",
+		Help: "Services that looked for a warm pool member, by engine and result (hit: claimed; miss: none ready, provisioned cold).",
+	}, []string{"engine", "result"}),
+	claimSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "sandbox_pool_claim_seconds",
+		Help:    "Duration of a claim (record, rename, rotate), by engine.",
+		Buckets: []float64{0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.3, 0.5, 1, 2, 5},
+	}, []string{"engine"}),
 }
 
 func init() {
 	ctrlmetrics.Registry.MustRegister(sandboxMetrics.timeToReady, sandboxMetrics.pullSeconds,
-		sandboxMetrics.probeAttempts, sandboxMetrics.failures)
+		sandboxMetrics.probeAttempts, sandboxMetrics.failures, sandboxMetrics.ownerGoneDeletions,
+		sandboxMetrics.claims, sandboxMetrics.claimSeconds)
 }
 
 func (m *metrics) observePull(d time.Duration, err error) {

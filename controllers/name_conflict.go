@@ -21,7 +21,7 @@ func (r *SandboxReconciler) nameConflict(ctx context.Context, res serviceResult,
 	existing := conflict.Existing
 	key, named := sandboxKey(existing.Labels)
 	uid := existing.Labels[host.LabelUID]
-	if instance := existing.Labels[host.LabelInstance]; named && uid != "" && !r.Options.judges(instance) {
+	if instance := existing.Labels[host.LabelInstance]; named && uid != "" && !r.Options.Judges(instance) {
 		return res.conflict(fmt.Sprintf(
 			"container name %s is taken by container %s of another control plane (instance %q, this one is %q); it is never touched: use another agentID "+
 				"(or, if %q was this control plane's earlier name, list it in --legacy-instances)",
@@ -47,7 +47,7 @@ func (r *SandboxReconciler) nameConflict(ctx context.Context, res serviceResult,
 			"container name %s belongs to Sandbox %s/%s (agentID %s): an agentID can have one Sandbox per Docker host",
 			conflict.Name, other.Namespace, other.Name, other.Spec.AgentID))
 	}
-	if err := r.host.Remove(ctx, existing.ID); err != nil {
+	if err := r.Host.Remove(ctx, existing.ID); err != nil {
 		return res.dockerFailed(ctx, err, "removing stale container "+conflict.Name)
 	}
 	res.event(sandboxv1.EventStaleRemoved, fmt.Sprintf(

@@ -166,7 +166,7 @@ func (o Options) validateNetworks(bad func(format string, args ...any)) {
 
 // network is the Docker network a Sandbox's services join: the default when
 // spec.network is empty, else spec.network when the operator allows it.
-func (o Options) network(requested string) (string, error) {
+func (o Options) Network(requested string) (string, error) {
 	if requested == "" || requested == o.DefaultNetwork || slices.Contains(o.AllowedNetworks, requested) {
 		return cmp.Or(requested, o.DefaultNetwork), nil
 	}
@@ -204,7 +204,7 @@ func (o Options) validateImages(bad func(format string, args ...any)) {
 
 // minCPU is Docker's smallest CPU limit: runc refuses a CFS quota under 1ms per
 // 100ms period, at start, after create has succeeded.
-var minCPU = resource.MustParse("10m")
+var MinCPU = resource.MustParse("10m")
 
 // validateResources reports limits Docker refuses or that contradict each other.
 func (o Options) validateResources(bad func(format string, args ...any)) {
@@ -217,10 +217,10 @@ func (o Options) validateResources(bad func(format string, args ...any)) {
 	} else if o.DefaultMemory.Cmp(o.MaxMemory) > 0 {
 		bad("--default-memory %s exceeds --max-memory %s", o.DefaultMemory.String(), o.MaxMemory.String())
 	}
-	if o.DefaultCPU.Cmp(minCPU) < 0 {
+	if o.DefaultCPU.Cmp(MinCPU) < 0 {
 		bad("--default-cpu must be at least 10m (Docker's smallest CPU limit), such as 1 or 500m, not %s", o.DefaultCPU.String())
 	}
-	if o.MaxCPU.Cmp(minCPU) < 0 {
+	if o.MaxCPU.Cmp(MinCPU) < 0 {
 		bad("--max-cpu must be at least 10m (Docker's smallest CPU limit), such as 4 or 1500m, not %s", o.MaxCPU.String())
 	} else if o.DefaultCPU.Cmp(o.MaxCPU) > 0 {
 		bad("--default-cpu %s exceeds --max-cpu %s", o.DefaultCPU.String(), o.MaxCPU.String())
@@ -239,7 +239,7 @@ func ImageFlag(e engine.Engine) string       { return e.Name() + "-image" }
 func KitchenSinkFlag(e engine.Engine) string { return e.Name() + "-kitchen-sink-image" }
 
 // imagesFor is the engine's images after the operator's overrides.
-func (o Options) imagesFor(e engine.Engine) engine.Images {
+func (o Options) ImagesFor(e engine.Engine) engine.Images {
 	images := e.Images()
 	if ov, ok := o.Images[e.Name()]; ok {
 		if ov.Default != "" {
@@ -253,7 +253,7 @@ func (o Options) imagesFor(e engine.Engine) engine.Images {
 }
 
 // probeDeadline is how long after start a service of e may take to answer.
-func (o Options) probeDeadline(e engine.Engine) time.Duration {
+func (o Options) ProbeDeadline(e engine.Engine) time.Duration {
 	if d, ok := o.ProbeDeadlines[e.Name()]; ok && d > 0 {
 		return d
 	}
@@ -261,7 +261,7 @@ func (o Options) probeDeadline(e engine.Engine) time.Duration {
 }
 
 // rollsOut says whether sb's containers behind the operator's settings are replaced.
-func (o Options) rollsOut(sb *sandboxv1.Sandbox) bool {
+func (o Options) RollsOut(sb *sandboxv1.Sandbox) bool {
 	strategy := sb.Spec.UpdateStrategy
 	if strategy == "" {
 		strategy = o.UpdateStrategy
@@ -272,4 +272,27 @@ func (o Options) rollsOut(sb *sandboxv1.Sandbox) bool {
 // ownerContainer is the owner container name a Sandbox gets by default.
 func (o Options) ownerContainer(agentID string) string {
 	return strings.ReplaceAll(o.OwnerTemplate, "{agentID}", agentID)
+}
+
+// judges says whether containers labelled with instance are this control plane's
+// to judge: made under its instance or under one of its legacy names.
+func (o Options) Judges(instance string) bool {
+	return instance == o.Instance || slices.Contains(o.LegacyInstances, instance)
+}
+
+// OwnerName is the owner container of sb: its spec's, else the template's.
+func (o Options) OwnerName(sb *sandboxv1.Sandbox) string {
+	if sb.Spec.Owner != nil && sb.Spec.Owner.ContainerName != "" {
+		return sb.Spec.Owner.ContainerName
+	}
+	return o.ownerContainer(sb.Spec.AgentID)
+}
+
+// TrackedOwner is the owner container whose life sb follows; false when owner
+// tracking is off (owner.policy None).
+func (o Options) TrackedOwner(sb *sandboxv1.Sandbox) (string, bool) {
+	if sb.Spec.Owner != nil && sb.Spec.Owner.Policy == sandboxv1.OwnerPolicyNone {
+		return "", false
+	}
+	return o.OwnerName(sb), true
 }

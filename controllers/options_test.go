@@ -119,7 +119,7 @@ func TestNetworkAllowlist(t *testing.T) {
 		{"team-a", "team-a", ""},
 		{"payments", "", `network "payments" is not allowed; allowed: agents, team-a, or leave spec.network empty for agents`},
 	} {
-		got, err := o.network(tc.requested)
+		got, err := o.Network(tc.requested)
 		switch {
 		case tc.refusal == "" && (err != nil || got != tc.want):
 			t.Errorf("network(%q) = %q, %v; want %q", tc.requested, got, err, tc.want)
@@ -128,7 +128,7 @@ func TestNetworkAllowlist(t *testing.T) {
 		}
 	}
 	bridge := DefaultOptions()
-	if _, err := bridge.network("team-a"); err == nil || !strings.Contains(err.Error(), "allows only Docker's default bridge (leave spec.network empty)") {
+	if _, err := bridge.Network("team-a"); err == nil || !strings.Contains(err.Error(), "allows only Docker's default bridge (leave spec.network empty)") {
 		t.Errorf("with no default and no allowlist: %v", err)
 	}
 }

@@ -18,22 +18,10 @@ import (
 	dd "github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver"
 )
 
-// ownerIndex indexes Sandboxes by the owner container they track (after the
-// manager's owner template), so an owner's Docker event finds its Sandboxes
-// without a scan. Sandboxes with owner.policy None are not in it.
-const ownerIndex = "sandbox.roboco.io/owner-container"
-
 // trackedOwner is the owner container whose life the Sandbox follows; false when
 // owner tracking is off (owner.policy None).
 func (r *SandboxReconciler) trackedOwner(sb *sandboxv1.Sandbox) (string, bool) {
-	return trackedOwner(r.Options, sb)
-}
-
-func trackedOwner(o Options, sb *sandboxv1.Sandbox) (string, bool) {
-	if sb.Spec.Owner != nil && sb.Spec.Owner.Policy == sandboxv1.OwnerPolicyNone {
-		return "", false
-	}
-	return ownerName(o, sb), true
+	return r.Options.TrackedOwner(sb)
 }
 
 // gracePeriod is how long the owner may be missing before the Sandbox goes.
@@ -72,7 +60,7 @@ func (r *SandboxReconciler) reconcileOwner(ctx context.Context, sb *sandboxv1.Sa
 	name, tracked := r.trackedOwner(sb)
 	if !tracked {
 		sb.Status.OwnerMissingSince = nil
-		setCondition(sb, sandboxv1.ConditionOwnerAlive, metav1.ConditionTrue, sandboxv1.ReasonNoOwner,
+		SetCondition(sb, sandboxv1.ConditionOwnerAlive, metav1.ConditionTrue, sandboxv1.ReasonNoOwner,
 			"owner tracking is off (spec.owner.policy None): only deletion or the ttl end this Sandbox")
 		return 0, false, nil
 	}
@@ -87,13 +75,13 @@ func (r *SandboxReconciler) reconcileOwner(ctx context.Context, sb *sandboxv1.Sa
 			log.Info("Owner container runs again", "missingSince", since.Time)
 		}
 		sb.Status.OwnerMissingSince = nil
-		setCondition(sb, sandboxv1.ConditionOwnerAlive, metav1.ConditionTrue, sandboxv1.ReasonRunning,
+		SetCondition(sb, sandboxv1.ConditionOwnerAlive, metav1.ConditionTrue, sandboxv1.ReasonRunning,
 			fmt.Sprintf("owner container %s is running", name))
 		return 0, false, nil
 	case err != nil && !errors.Is(err, dd.ErrNotFound):
 		// Note: an unanswered inspect says nothing about the owner; concluding it is
 		// missing would start (or end) a window on Docker's health, not the agent's.
-		setCondition(sb, sandboxv1.ConditionOwnerAlive, metav1.ConditionUnknown, sandboxv1.ReasonDockerUnavailable,
+		SetCondition(sb, sandboxv1.ConditionOwnerAlive, metav1.ConditionUnknown, sandboxv1.ReasonDockerUnavailable,
 			fmt.Sprintf("cannot inspect owner container %s: %v; retrying in %s", name, err, retryLater(ctx).Round(time.Second)))
 		return 0, false, nil
 	}
@@ -107,7 +95,7 @@ func (r *SandboxReconciler) reconcileOwner(ctx context.Context, sb *sandboxv1.Sa
 	}
 	since := sb.Status.OwnerMissingSince.Time
 	deadline := ownerDeadline(sb, since, grace)
-	setCondition(sb, sandboxv1.ConditionOwnerAlive, metav1.ConditionFalse, sandboxv1.ReasonMissing,
+	SetCondition(sb, sandboxv1.ConditionOwnerAlive, metav1.ConditionFalse, sandboxv1.ReasonMissing,
 		fmt.Sprintf("owner container %s is %s since %s; the Sandbox is deleted at %s unless it runs again",
 			name, ownerState(owner, err), since.UTC().Format(time.RFC3339), deadline.UTC().Format(time.RFC3339)))
 	if left := deadline.Sub(now); left > 0 {
@@ -153,7 +141,7 @@ func (r *SandboxReconciler) confirmWindow(ctx context.Context, sb *sandboxv1.San
 
 // deleteForGoneOwner deletes the Sandbox (this UID only) and says why in Ready.
 func (r *SandboxReconciler) deleteForGoneOwner(ctx context.Context, sb *sandboxv1.Sandbox, msg string) (bool, error) {
-	setCondition(sb, sandboxv1.ConditionReady, metav1.ConditionFalse, sandboxv1.ReasonOwnerGone, msg)
+	SetCondition(sb, sandboxv1.ConditionReady, metav1.ConditionFalse, sandboxv1.ReasonOwnerGone, msg)
 	uid := sb.UID
 	if err := r.Delete(ctx, sb, client.Preconditions{UID: &uid}); err != nil {
 		if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
@@ -162,7 +150,7 @@ func (r *SandboxReconciler) deleteForGoneOwner(ctx context.Context, sb *sandboxv
 		return false, fmt.Errorf("deleting the Sandbox of a gone owner: %w", err)
 	}
 	r.Recorder.Eventf(sb, nil, corev1.EventTypeNormal, sandboxv1.EventOwnerGone, sandboxv1.ActionDelete, "%s", msg)
-	lifetimeMetrics.ownerGoneDeletions.Inc()
+	sandboxMetrics.ownerGoneDeletions.Inc()
 	return true, nil
 }
 
@@ -201,6 +189,6 @@ func withOwnerDeadline(result ctrl.Result, err error, ownerLeft time.Duration) (
 	if err != nil {
 		return ctrl.Result{RequeueAfter: ownerLeft}, nil
 	}
-	result.RequeueAfter = soonest(result.RequeueAfter, ownerLeft)
+	result.RequeueAfter = Soonest(result.RequeueAfter, ownerLeft)
 	return result, nil
 }

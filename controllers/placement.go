@@ -8,7 +8,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -20,22 +19,27 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
+	dd "github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver"
 )
 
 // unschedulableRecheck is how often an object no host fits is looked at again
 // besides on DockerHost changes (an owner container may have started).
 const unschedulableRecheck = 30 * time.Second
 
-// conflictRetry is how soon a placement that lost a race for capacity decides again.
-const conflictRetry = 50 * time.Millisecond
-
 // placer binds unbound Sandboxes to a DockerHost (spec.dockerHost): the one
 // placement step of the manager, like a scheduler's bind.
-type placer struct {
+type Placer struct {
 	client.Client
-	api     client.Reader
-	fleet   *fleet
-	options Options
+	API client.Reader
+	// drivers reach the hosts this manager drives, to look for owner containers.
+	Drivers Drivers
+	Options Options
+}
+
+// Drivers reaches the Docker hosts this manager drives, from any replica.
+type Drivers interface {
+	// Raw is the host name's driver, unfenced (reads only), if this manager drives it yet.
+	Raw(name string) (dd.Driver, bool)
 }
 
 // +kubebuilder:rbac:groups=sandbox.roboco.io,resources=dockerhosts,verbs=get;list;watch;create;update;patch
@@ -43,7 +47,7 @@ type placer struct {
 // +kubebuilder:rbac:groups=sandbox.roboco.io,resources=dockerhosts/finalizers,verbs=update
 
 // Reconcile places one Sandbox.
-func (pl *placer) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+func (pl *Placer) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	sb := &sandboxv1.Sandbox{}
 	if err := pl.Get(ctx, req.NamespacedName, sb); err != nil || sb.Spec.DockerHost != "" {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
@@ -58,18 +62,18 @@ func (pl *placer) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result,
 // place decides p's host and binds obj to it: the capacity reserved first, then
 // spec.dockerHost set (bind) in a patch that fails if obj changed meanwhile. No
 // fitting host: unschedulable says why, and it is looked at again.
-func (pl *placer) place(ctx context.Context, obj client.Object, p placeable, bind func(host string), unschedulable func(why string) error) (ctrl.Result, error) {
+func (pl *Placer) place(ctx context.Context, obj client.Object, p placeable, bind func(host string), unschedulable func(why string) error) (ctrl.Result, error) {
 	var hosts sandboxv1.DockerHostList
 	if err := pl.List(ctx, &hosts); err != nil {
 		return ctrl.Result{}, err
 	}
 	d := pl.decide(ctx, p, hosts.Items)
 	if d.host == "" {
-		return ctrl.Result{RequeueAfter: jitter(unschedulableRecheck)}, unschedulable(d.why)
+		return ctrl.Result{RequeueAfter: Jitter(unschedulableRecheck)}, unschedulable(d.why)
 	}
-	if err := reserve(ctx, pl.Client, pl.api, d.host, p); err != nil {
-		if errors.Is(err, errNoRoom) || apierrors.IsConflict(err) {
-			return ctrl.Result{RequeueAfter: conflictRetry}, nil
+	if err := Reserve(ctx, pl.Client, pl.API, d.host, p.Request); err != nil {
+		if errors.Is(err, ErrNoRoom) || apierrors.IsConflict(err) {
+			return ctrl.Result{RequeueAfter: ConflictRetry}, nil
 		}
 		return ctrl.Result{}, err
 	}
@@ -82,13 +86,10 @@ func (pl *placer) place(ctx context.Context, obj client.Object, p placeable, bin
 	return ctrl.Result{}, nil
 }
 
-func (pl *placer) sandboxPlaceable(sb *sandboxv1.Sandbox) placeable {
-	p := placeable{key: sb.Namespace + "/" + sb.Name, uid: string(sb.UID), selector: sb.Spec.DockerHostSelector,
-		need: demand{sandboxes: 1}}
-	for _, svc := range sb.Spec.Services {
-		p.need.memory.Add(pl.memoryOf(svc.Resources))
-	}
-	if name, tracked := trackedOwner(pl.options, sb); tracked {
+func (pl *Placer) sandboxPlaceable(sb *sandboxv1.Sandbox) placeable {
+	p := placeable{Request: Request{Key: sb.Namespace + "/" + sb.Name, UID: string(sb.UID), Need: OfSandbox(pl.Options, sb)},
+		selector: sb.Spec.DockerHostSelector}
+	if name, tracked := pl.Options.TrackedOwner(sb); tracked {
 		p.owner = name
 	}
 	if sb.Status.DockerHost != nil {
@@ -97,19 +98,12 @@ func (pl *placer) sandboxPlaceable(sb *sandboxv1.Sandbox) placeable {
 	return p
 }
 
-func (pl *placer) memoryOf(res *sandboxv1.ServiceResources) resource.Quantity {
-	if res != nil && res.Memory != nil {
-		return res.Memory.DeepCopy()
-	}
-	return pl.options.DefaultMemory.DeepCopy()
-}
-
 // unschedulable says why no host fits, as a pod's PodScheduled does.
-func (pl *placer) unschedulable(ctx context.Context, sb *sandboxv1.Sandbox, why string) error {
+func (pl *Placer) unschedulable(ctx context.Context, sb *sandboxv1.Sandbox, why string) error {
 	before := sb.DeepCopy()
 	sb.Status.ObservedGeneration = sb.Generation
-	setCondition(sb, sandboxv1.ConditionReady, metav1.ConditionFalse, sandboxv1.ReasonUnschedulable, why)
-	setCondition(sb, sandboxv1.ConditionReconciling, metav1.ConditionTrue, sandboxv1.ReasonUnschedulable, "waiting for a Docker host: "+why)
+	SetCondition(sb, sandboxv1.ConditionReady, metav1.ConditionFalse, sandboxv1.ReasonUnschedulable, why)
+	SetCondition(sb, sandboxv1.ConditionReconciling, metav1.ConditionTrue, sandboxv1.ReasonUnschedulable, "waiting for a Docker host: "+why)
 	meta.RemoveStatusCondition(&sb.Status.Conditions, sandboxv1.ConditionStalled)
 	if equality.Semantic.DeepEqual(before.Status, sb.Status) {
 		return nil
@@ -119,8 +113,8 @@ func (pl *placer) unschedulable(ctx context.Context, sb *sandboxv1.Sandbox, why 
 
 // SetupWithManager places unbound Sandboxes; a DockerHost's change re-queues every
 // unbound one (a host added, uncordoned or freed may now fit).
-func (pl *placer) SetupWithManager(mgr ctrl.Manager) error {
-	unbound := predicate.NewPredicateFuncs(func(obj client.Object) bool { return dockerHostOf(obj) == "" })
+func (pl *Placer) SetupWithManager(mgr ctrl.Manager) error {
+	unbound := predicate.NewPredicateFuncs(func(obj client.Object) bool { return DockerHostOf(obj) == "" })
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("sandbox-placement").
 		For(&sandboxv1.Sandbox{}, builder.WithPredicates(unbound)).
@@ -128,8 +122,8 @@ func (pl *placer) SetupWithManager(mgr ctrl.Manager) error {
 		Complete(pl)
 }
 
-func (pl *placer) unboundSandboxes(ctx context.Context, _ client.Object) []reconcile.Request {
-	keys, err := boundTo(ctx, pl.Client, "")
+func (pl *Placer) unboundSandboxes(ctx context.Context, _ client.Object) []reconcile.Request {
+	keys, err := BoundTo(ctx, pl.Client, "")
 	if err != nil {
 		logf.FromContext(ctx).Error(err, "Listing unbound Sandboxes")
 		return nil

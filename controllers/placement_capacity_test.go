@@ -40,16 +40,16 @@ func TestReserveLastCapacityOnce(t *testing.T) {
 	if err := c.Get(ctx, client.ObjectKey{Name: "h"}, seen); err != nil {
 		t.Fatal(err)
 	}
-	first := placeable{key: "ns/a", uid: "a", need: demand{sandboxes: 1}}
-	second := placeable{key: "ns/b", uid: "b", need: demand{sandboxes: 1}}
+	first := Request{Key: "ns/a", UID: "a", Need: Demand{Sandboxes: 1}}
+	second := Request{Key: "ns/b", UID: "b", Need: Demand{Sandboxes: 1}}
 
-	if err := reserve(ctx, c, staleReader{Reader: c, host: seen}, "h", first); err != nil {
+	if err := Reserve(ctx, c, staleReader{Reader: c, host: seen}, "h", first); err != nil {
 		t.Fatalf("the first placement: %v", err)
 	}
-	if err := reserve(ctx, c, staleReader{Reader: c, host: seen}, "h", second); !apierrors.IsConflict(err) {
+	if err := Reserve(ctx, c, staleReader{Reader: c, host: seen}, "h", second); !apierrors.IsConflict(err) {
 		t.Fatalf("the second placement, on the same read of the host: %v, want a conflict", err)
 	}
-	if err := reserve(ctx, c, c, "h", second); !errors.Is(err, errNoRoom) {
+	if err := Reserve(ctx, c, c, "h", second); !errors.Is(err, ErrNoRoom) {
 		t.Fatalf("the second placement, deciding again: %v, want errNoRoom", err)
 	}
 	got := &sandboxv1.DockerHost{}

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
@@ -22,18 +21,10 @@ import (
 // ownerLookupTimeout bounds the look for an owner container on each host.
 const ownerLookupTimeout = 2 * time.Second
 
-// demand is what an object takes of a host.
-type demand struct {
-	sandboxes int32
-	memory    resource.Quantity
-}
-
 // placeable is a Sandbox or SandboxPool waiting for a host.
 type placeable struct {
-	key      string // namespace/name
-	uid      string
+	Request
 	selector *metav1.LabelSelector
-	need     demand
 	// owner is the owner container to place beside ("" for none); legacyID is the
 	// identity an earlier release bound the object to (status.dockerHost).
 	owner    string
@@ -51,7 +42,7 @@ type decision struct {
 // host its selector admits, not cordoned, with capacity left, Ready first, least
 // loaded first. An owner found on several hosts is ambiguous: the user says
 // which (spec.dockerHost). An owner found nowhere is placed by the rest.
-func (pl *placer) decide(ctx context.Context, p placeable, hosts []sandboxv1.DockerHost) decision {
+func (pl *Placer) decide(ctx context.Context, p placeable, hosts []sandboxv1.DockerHost) decision {
 	if p.legacyID != "" {
 		for _, h := range hosts {
 			if h.Status.Identity != nil && h.Status.Identity.ID == p.legacyID {
@@ -84,7 +75,7 @@ func selectorOf(s *metav1.LabelSelector) (labels.Selector, error) {
 // (not dialled yet, or an error other than not-found) could run it, so the
 // object waits, unless that host is known to be down (Ready False), whose
 // owners cannot be seen until it returns.
-func (pl *placer) besideOwner(ctx context.Context, p placeable, sel labels.Selector, hosts []sandboxv1.DockerHost) (decision, bool) {
+func (pl *Placer) besideOwner(ctx context.Context, p placeable, sel labels.Selector, hosts []sandboxv1.DockerHost) (decision, bool) {
 	on, unanswered := pl.lookOwner(ctx, p.owner, hosts)
 	switch {
 	case len(on) > 1:
@@ -106,11 +97,11 @@ func (pl *placer) besideOwner(ctx context.Context, p placeable, sel labels.Selec
 }
 
 // lookOwner asks every DockerHost, at once, whether it runs the container name.
-func (pl *placer) lookOwner(ctx context.Context, name string, hosts []sandboxv1.DockerHost) (on, unanswered []string) {
+func (pl *Placer) lookOwner(ctx context.Context, name string, hosts []sandboxv1.DockerHost) (on, unanswered []string) {
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	for _, h := range hosts {
-		hs, ok := pl.fleet.get(h.Name)
+		raw, ok := pl.Drivers.Raw(h.Name)
 		if !ok {
 			if !hostDown(h) {
 				unanswered = append(unanswered, h.Name)
@@ -120,7 +111,7 @@ func (pl *placer) lookOwner(ctx context.Context, name string, hosts []sandboxv1.
 		wg.Go(func() {
 			lctx, cancel := context.WithTimeout(ctx, ownerLookupTimeout)
 			defer cancel()
-			_, err := hs.raw.Inspect(lctx, name)
+			_, err := raw.Inspect(lctx, name)
 			mu.Lock()
 			defer mu.Unlock()
 			switch {
@@ -178,7 +169,7 @@ func unfit(p placeable, sel labels.Selector, h sandboxv1.DockerHost) string {
 		return "dockerHostSelector does not admit"
 	case h.Spec.Unschedulable:
 		return "is cordoned"
-	case !fits(h, p.need):
+	case !Fits(h, p.Need):
 		return "has no capacity left"
 	}
 	return ""
@@ -202,7 +193,7 @@ func hostReady(h sandboxv1.DockerHost) bool {
 
 // load is how full h is: the share of its capacity in use, or its count when unbounded.
 func load(h sandboxv1.DockerHost) float64 {
-	used := float64(used(h).sandboxes)
+	used := float64(Used(h).Sandboxes)
 	if c := h.Spec.Capacity; c != nil && c.Sandboxes != nil && *c.Sandboxes > 0 {
 		return used / float64(*c.Sandboxes)
 	}

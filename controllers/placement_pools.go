@@ -20,16 +20,16 @@ import (
 
 // poolPlacer binds unbound SandboxPools as placer binds Sandboxes: its members
 // (spec.replicas of them) count against the host's capacity.
-type poolPlacer struct{ *placer }
+type PoolPlacer struct{ *Placer }
 
 // Reconcile places one SandboxPool.
-func (pp poolPlacer) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+func (pp PoolPlacer) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	pool := &sandboxv1.SandboxPool{}
 	if err := pp.Get(ctx, req.NamespacedName, pool); err != nil || pool.Spec.DockerHost != "" || !pool.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	p := placeable{key: pool.Namespace + "/" + pool.Name, uid: string(pool.UID), selector: pool.Spec.DockerHostSelector,
-		need: poolDemand(pool, pp.memoryOf(pool.Spec.Service.Resources))}
+	p := placeable{Request: Request{Key: pool.Namespace + "/" + pool.Name, UID: string(pool.UID), Need: OfPool(pp.Options, pool)},
+		selector: pool.Spec.DockerHostSelector}
 	if pool.Status.DockerHost != nil {
 		p.legacyID = pool.Status.DockerHost.ID
 	}
@@ -37,7 +37,7 @@ func (pp poolPlacer) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		func(why string) error { return pp.poolUnschedulable(ctx, pool, why) })
 }
 
-func (pp poolPlacer) poolUnschedulable(ctx context.Context, pool *sandboxv1.SandboxPool, why string) error {
+func (pp PoolPlacer) poolUnschedulable(ctx context.Context, pool *sandboxv1.SandboxPool, why string) error {
 	before := pool.DeepCopy()
 	pool.Status.ObservedGeneration = pool.Generation
 	meta.SetStatusCondition(&pool.Status.Conditions, metav1.Condition{Type: sandboxv1.ConditionReady,
@@ -49,8 +49,8 @@ func (pp poolPlacer) poolUnschedulable(ctx context.Context, pool *sandboxv1.Sand
 }
 
 // SetupWithManager places unbound pools; a DockerHost's change re-queues them.
-func (pp poolPlacer) SetupWithManager(mgr ctrl.Manager) error {
-	unbound := predicate.NewPredicateFuncs(func(obj client.Object) bool { return dockerHostOf(obj) == "" })
+func (pp PoolPlacer) SetupWithManager(mgr ctrl.Manager) error {
+	unbound := predicate.NewPredicateFuncs(func(obj client.Object) bool { return DockerHostOf(obj) == "" })
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("sandboxpool-placement").
 		For(&sandboxv1.SandboxPool{}, builder.WithPredicates(unbound)).
@@ -58,9 +58,9 @@ func (pp poolPlacer) SetupWithManager(mgr ctrl.Manager) error {
 		Complete(pp)
 }
 
-func (pp poolPlacer) unboundPools(ctx context.Context, _ client.Object) []reconcile.Request {
+func (pp PoolPlacer) unboundPools(ctx context.Context, _ client.Object) []reconcile.Request {
 	var list sandboxv1.SandboxPoolList
-	if err := pp.List(ctx, &list, client.MatchingFields{dockerHostIndex: ""}); err != nil {
+	if err := pp.List(ctx, &list, client.MatchingFields{DockerHost: ""}); err != nil {
 		logf.FromContext(ctx).Error(err, "Listing unbound SandboxPools")
 		return nil
 	}

@@ -30,13 +30,13 @@ func mayFitMore() predicate.Funcs {
 			!old.DeletionTimestamp.Equal(cur.DeletionTimestamp) ||
 			!conditionsEqual(old.Status.Conditions, cur.Status.Conditions) ||
 			!equality.Semantic.DeepEqual(old.Status.Identity, cur.Status.Identity) ||
-			lessUsed(used(*old), used(*cur))
+			lessUsed(Used(*old), Used(*cur))
 	}}
 }
 
 // lessUsed: after holds fewer Sandboxes or less memory than before.
-func lessUsed(before, after demand) bool {
-	return after.sandboxes < before.sandboxes || after.memory.Cmp(before.memory) < 0
+func lessUsed(before, after Demand) bool {
+	return after.Sandboxes < before.Sandboxes || after.Memory.Cmp(before.Memory) < 0
 }
 
 // conditionsEqual compares conditions by type, status and reason: what

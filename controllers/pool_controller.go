@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
+	dd "github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver"
 	"github.com/roboco-sandbox/sandbox-controller/internal/host"
 )
 
@@ -32,13 +33,13 @@ const PoolFinalizer = "sandbox.roboco.io/pool-teardown"
 type PoolReconciler struct {
 	client.Client
 	Recorder events.EventRecorder
-	// sandboxes resolves a pool's class exactly as a Sandbox's service is
-	// resolved (the same operator settings and limits), so classes match.
-	sandboxes *SandboxReconciler
-	host      *host.Host
-	keys      *poolKeys
+	// sandboxes is the Sandbox side of the pool's host (Sandboxes).
+	Sandboxes Sandboxes
+	Options   Options
+	Host      *host.Host
+	Keys      *Keys
 	// scope is the DockerHost whose pools this reconciler keeps.
-	scope hostScope
+	Scope Scope
 	// refills bounds the member creations under way across pools, so that refills
 	// never starve claims or cold provisioning of the Docker daemon.
 	refills chan struct{}
@@ -49,6 +50,15 @@ type PoolReconciler struct {
 	failures map[types.UID]int
 }
 
+// Sandboxes is what a pool needs of the Sandbox side of its host: a service
+// resolved exactly as a Sandbox's is (the same operator settings and limits,
+// so a member's class matches the Sandboxes that claim it), and the proof of
+// which Docker host this is.
+type Sandboxes interface {
+	ResolveService(ctx context.Context, sb *sandboxv1.Sandbox, svc sandboxv1.ServiceSpec, password string) (host.Service, error)
+	ProveHost(ctx context.Context) (dd.HostIdentity, error)
+}
+
 // +kubebuilder:rbac:groups=sandbox.roboco.io,resources=sandboxpools,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=sandbox.roboco.io,resources=sandboxpools/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=sandbox.roboco.io,resources=sandboxpools/finalizers,verbs=update
@@ -56,14 +66,14 @@ type PoolReconciler struct {
 // Reconcile: the class, the members as they are, then removals, probes and
 // creations, then the offer and the status.
 func (p *PoolReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	if !p.scope.active() {
+	if !p.Scope.Active() {
 		return ctrl.Result{}, nil
 	}
 	pool := &sandboxv1.SandboxPool{}
 	if err := p.Get(ctx, req.NamespacedName, pool); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if pool.Spec.DockerHost != p.scope.name {
+	if pool.Spec.DockerHost != p.Scope.Name {
 		return ctrl.Result{}, nil
 	}
 	if !pool.DeletionTimestamp.IsZero() {
@@ -88,17 +98,17 @@ func (p *PoolReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 // says whether the manager talks to that host: on another, or on one it cannot
 // prove, it makes, removes and offers nothing.
 func (p *PoolReconciler) onHost(ctx context.Context, pool *sandboxv1.SandboxPool) (bool, time.Duration) {
-	current, err := p.sandboxes.identity.Prove(ctx)
+	current, err := p.Sandboxes.ProveHost(ctx)
 	switch {
 	case err != nil:
-		setPoolCondition(pool, sandboxv1.ConditionReady, metav1.ConditionFalse, hostReason(err), "cannot prove which Docker host this is: "+err.Error())
+		setPoolCondition(pool, sandboxv1.ConditionReady, metav1.ConditionFalse, HostReason(err), "cannot prove which Docker host this is: "+err.Error())
 		return false, p.backoff(pool.UID)
 	case pool.Status.DockerHost == nil:
-		pool.Status.DockerHost = hostStatus(current)
+		pool.Status.DockerHost = HostStatus(current)
 	case pool.Status.DockerHost.ID != current.ID:
 		setPoolCondition(pool, sandboxv1.ConditionReady, metav1.ConditionFalse, sandboxv1.ReasonWrongDockerHost,
-			wrongHostMessage(*pool.Status.DockerHost, current, "its members are not made, removed or offered here"))
-		return false, jitter(hostRecheck)
+			WrongHostMessage(*pool.Status.DockerHost, current, "its members are not made, removed or offered here"))
+		return false, Jitter(HostRecheck)
 	}
 	return true, 0
 }
@@ -108,14 +118,14 @@ func (p *PoolReconciler) fill(ctx context.Context, pool *sandboxv1.SandboxPool) 
 	if ok, retry := p.onHost(ctx, pool); !ok {
 		return ctrl.Result{RequeueAfter: retry}, nil
 	}
-	key, err := p.keys.ensure(ctx, pool)
+	key, err := p.Keys.Ensure(ctx, pool)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	class, err := p.class(ctx, pool, "")
 	if err != nil {
 		poolStalled(pool, err.Error())
-		return ctrl.Result{RequeueAfter: jitter(stalledRecheck)}, nil
+		return ctrl.Result{RequeueAfter: Jitter(StalledRecheck)}, nil
 	}
 	ms, err := p.members(ctx, pool, class)
 	if err != nil {
@@ -139,7 +149,7 @@ func (p *PoolReconciler) fill(ctx context.Context, pool *sandboxv1.SandboxPool) 
 		return ctrl.Result{RequeueAfter: memberProbeInterval}, nil
 	}
 	// Note: a member passing maxAge is replaced on time, not at the next resync.
-	return ctrl.Result{RequeueAfter: soonest(jitter(p.sandboxes.Options.ResyncPeriod), ms.expires)}, nil
+	return ctrl.Result{RequeueAfter: Soonest(Jitter(p.Options.ResyncPeriod), ms.expires)}, nil
 }
 
 // memberProbeInterval paces the probes of starting members: a member becomes
@@ -174,15 +184,15 @@ func (p *PoolReconciler) reconcileDelete(ctx context.Context, pool *sandboxv1.Sa
 		return ctrl.Result{RequeueAfter: p.backoff(pool.UID)}, nil
 	}
 	for _, c := range ms {
-		if !isMemberName(c.Name) {
+		if !host.IsMemberName(c.Name) {
 			continue
 		}
-		if err := p.host.Remove(ctx, c.ID); err != nil {
+		if err := p.Host.Remove(ctx, c.ID); err != nil {
 			return ctrl.Result{RequeueAfter: p.backoff(pool.UID)}, nil
 		}
 	}
-	p.host.Warm().Forget(string(pool.UID), nil)
-	p.keys.forget(pool.UID)
+	p.Host.Warm().Forget(string(pool.UID), nil)
+	p.Keys.Forget(pool.UID)
 	patch := client.MergeFrom(pool.DeepCopy())
 	controllerutil.RemoveFinalizer(pool, PoolFinalizer)
 	if err := p.Patch(ctx, pool, patch); err != nil && !apierrors.IsNotFound(err) {
@@ -196,7 +206,7 @@ func (p *PoolReconciler) backoff(uid types.UID) time.Duration {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.failures[uid]++
-	return host.Delay(retryBackoff, p.failures[uid]-1)
+	return host.Delay(RetryBackoff, p.failures[uid]-1)
 }
 
 func (p *PoolReconciler) succeeded(uid types.UID) {
@@ -206,7 +216,7 @@ func (p *PoolReconciler) succeeded(uid types.UID) {
 }
 
 // poke re-queues a pool (a claim took a member, a member's container changed).
-func (p *PoolReconciler) poke(key types.NamespacedName) {
+func (p *PoolReconciler) Poke(key types.NamespacedName) {
 	pool := &sandboxv1.SandboxPool{}
 	pool.Namespace, pool.Name = key.Namespace, key.Name
 	select {
@@ -225,21 +235,21 @@ func (p *PoolReconciler) SetupWithManager(mgr ctrl.Manager, refills int) error {
 	p.requeue = make(chan event.TypedGenericEvent[*sandboxv1.SandboxPool], 1024)
 	p.ready, p.failures = map[string]readyMember{}, map[types.UID]int{}
 	if p.Recorder == nil {
-		p.Recorder = bounded(mgr.GetEventRecorder("sandbox-controller"))
+		p.Recorder = Bounded(mgr.GetEventRecorder("sandbox-controller"))
 	}
 	// The members' held rotations end with the manager, not with the process.
-	if err := mgr.Add(p.scope.runnable(func(ctx context.Context) error {
+	if err := mgr.Add(p.Scope.Runnable(func(ctx context.Context) error {
 		<-ctx.Done()
-		p.host.Warm().CloseAll()
+		p.Host.Warm().CloseAll()
 		return nil
 	})); err != nil {
 		return err
 	}
 	return ctrl.NewControllerManagedBy(mgr).
-		For(&sandboxv1.SandboxPool{}, builder.WithPredicates(boundToHost(p.scope.name))).
+		For(&sandboxv1.SandboxPool{}, builder.WithPredicates(BoundToHost(p.Scope.Name))).
 		WatchesRawSource(source.Channel(p.requeue, &handler.TypedEnqueueRequestForObject[*sandboxv1.SandboxPool]{})).
-		WithOptions(p.scope.options(2)).
-		WithLogConstructor(hostLogger(mgr, "sandboxpool", p.scope.name)).
+		WithOptions(p.Scope.Options(2)).
+		WithLogConstructor(HostLogger(mgr, "sandboxpool", p.Scope.Name)).
 		Named("sandboxpool").
 		Complete(p)
 }

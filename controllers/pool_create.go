@@ -19,7 +19,7 @@ import (
 // for the CPU the claim's rotation needs. A pool with no ready member left
 // refills at once, since its claims go cold anyway.
 func (p *PoolReconciler) create(ctx context.Context, pool *sandboxv1.SandboxPool, key []byte, ms poolMembers) (int, error) {
-	if len(ms.ready) > 0 && p.host.Warm().Claiming() {
+	if len(ms.ready) > 0 && p.Host.Warm().Claiming() {
 		return 0, nil
 	}
 	errs := make([]error, ms.missing)
@@ -61,14 +61,14 @@ func (p *PoolReconciler) createMember(ctx context.Context, pool *sandboxv1.Sandb
 	b := make([]byte, 8)
 	_, _ = rand.Read(b)
 	nonce := hex.EncodeToString(b)
-	svc, err := p.class(ctx, pool, derivePassword(key, nonce))
+	svc, err := p.class(ctx, pool, DerivePassword(key, nonce))
 	if err != nil {
 		return err
 	}
-	svc.Container.Name = memberPrefix + string(pool.UID)[:8] + "-" + nonce
+	svc.Container.Name = host.MemberPrefix + string(pool.UID)[:8] + "-" + nonce
 	svc.Container.Labels[host.LabelMember] = nonce
 	svc.Container.Labels[host.LabelConfigHash] = host.Fingerprint(svc.Container)
-	got, err := p.host.Ensure(ctx, svc, 0, "pool:"+pool.Namespace+"/"+pool.Name)
+	got, err := p.Host.Ensure(ctx, svc, 0, "pool:"+pool.Namespace+"/"+pool.Name)
 	switch {
 	case got.Pull.Err != nil:
 		return got.Pull.Err
@@ -87,7 +87,7 @@ func (p *PoolReconciler) offer(ctx context.Context, pool *sandboxv1.SandboxPool,
 	for _, c := range ready {
 		offered = append(offered, host.Member{ID: c.ID, Name: c.Name, Namespace: pool.Namespace, Pool: pool.Name,
 			PoolUID: string(pool.UID), Class: class.Container.Labels[host.LabelClass],
-			Password: derivePassword(key, c.Labels[host.LabelMember]), Address: p.address(c.ID)})
+			Password: DerivePassword(key, c.Labels[host.LabelMember]), Address: p.address(c.ID)})
 	}
-	p.host.Offer(ctx, string(pool.UID), class.Engine, offered)
+	p.Host.Offer(ctx, string(pool.UID), class.Engine, offered)
 }

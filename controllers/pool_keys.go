@@ -31,7 +31,7 @@ const poolKeyField = "key"
 // member's password is HMAC(key, its LabelMember nonce), so no password is
 // stored on the member (docker inspect shows labels) nor lost on a restart.
 // Read around the cache (the manager caches only Sandboxes' Secrets).
-type poolKeys struct {
+type Keys struct {
 	client client.Client
 	reader client.Reader
 	scheme *runtime.Scheme
@@ -39,12 +39,12 @@ type poolKeys struct {
 	keys   map[types.UID][]byte
 }
 
-func newPoolKeys(c client.Client, reader client.Reader, scheme *runtime.Scheme) *poolKeys {
-	return &poolKeys{client: c, reader: reader, scheme: scheme, keys: map[types.UID][]byte{}}
+func New(c client.Client, reader client.Reader, scheme *runtime.Scheme) *Keys {
+	return &Keys{client: c, reader: reader, scheme: scheme, keys: map[types.UID][]byte{}}
 }
 
 // ensure returns the pool's key, creating its Secret on first use.
-func (k *poolKeys) ensure(ctx context.Context, pool *sandboxv1.SandboxPool) ([]byte, error) {
+func (k *Keys) Ensure(ctx context.Context, pool *sandboxv1.SandboxPool) ([]byte, error) {
 	key, err := k.get(ctx, pool.Namespace, pool.UID)
 	if err == nil || !apierrors.IsNotFound(err) {
 		return key, err
@@ -63,7 +63,7 @@ func (k *poolKeys) ensure(ctx context.Context, pool *sandboxv1.SandboxPool) ([]b
 }
 
 // get reads a pool's key (remembered once read: a key never changes).
-func (k *poolKeys) get(ctx context.Context, namespace string, uid types.UID) ([]byte, error) {
+func (k *Keys) get(ctx context.Context, namespace string, uid types.UID) ([]byte, error) {
 	k.mu.Lock()
 	key, ok := k.keys[uid]
 	k.mu.Unlock()
@@ -83,23 +83,23 @@ func (k *poolKeys) get(ctx context.Context, namespace string, uid types.UID) ([]
 	return s.Data[poolKeyField], nil
 }
 
-func (k *poolKeys) forget(uid types.UID) {
+func (k *Keys) Forget(uid types.UID) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	delete(k.keys, uid)
 }
 
 // memberPassword is the password of the member carrying labels.
-func (k *poolKeys) memberPassword(ctx context.Context, namespace string, labels map[string]string) (string, error) {
+func (k *Keys) MemberPassword(ctx context.Context, namespace string, labels map[string]string) (string, error) {
 	key, err := k.get(ctx, namespace, types.UID(labels[host.LabelPoolUID]))
 	if err != nil {
 		return "", fmt.Errorf("reading the key of pool %s: %w", labels[host.LabelPool], err)
 	}
-	return derivePassword(key, labels[host.LabelMember]), nil
+	return DerivePassword(key, labels[host.LabelMember]), nil
 }
 
 // derivePassword is as long and as random as engine.NewPassword's.
-func derivePassword(key []byte, nonce string) string {
+func DerivePassword(key []byte, nonce string) string {
 	mac := hmac.New(sha256.New, key)
 	mac.Write([]byte(nonce))
 	return hex.EncodeToString(mac.Sum(nil))[:48]

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -14,12 +13,6 @@ import (
 	dd "github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver"
 	"github.com/roboco-sandbox/sandbox-controller/internal/host"
 )
-
-// memberPrefix starts every unclaimed member's name: no agent resolves it to a
-// Sandbox's service (those are roboco-sandbox-<slug>-<agentID>).
-const memberPrefix = "sandboxpool-"
-
-func isMemberName(name string) bool { return strings.HasPrefix(name, memberPrefix) }
 
 // poolMembers is what a pass found of a pool's containers.
 type poolMembers struct {
@@ -41,7 +34,7 @@ type unwanted struct {
 func (p *PoolReconciler) class(ctx context.Context, pool *sandboxv1.SandboxPool, password string) (host.Service, error) {
 	sb := &sandboxv1.Sandbox{}
 	sb.Namespace, sb.Spec.AgentID, sb.Spec.Network = pool.Namespace, "pool", pool.Spec.Network
-	svc, err := p.sandboxes.resolveService(ctx, sb, pool.Spec.Service, password)
+	svc, err := p.Sandboxes.ResolveService(ctx, sb, pool.Spec.Service, password)
 	if err != nil {
 		return svc, err
 	}
@@ -56,7 +49,7 @@ func (p *PoolReconciler) class(ctx context.Context, pool *sandboxv1.SandboxPool,
 		host.LabelPool:      pool.Name,
 		host.LabelPoolUID:   string(pool.UID),
 		host.LabelEngine:    svc.Engine.Name(),
-		host.LabelInstance:  p.sandboxes.Options.Instance,
+		host.LabelInstance:  p.Options.Instance,
 		host.LabelFeatures:  host.FeaturesLabel(svc.Features),
 		host.LabelClass:     host.ClassHash(svc.Container),
 	}
@@ -66,8 +59,8 @@ func (p *PoolReconciler) class(ctx context.Context, pool *sandboxv1.SandboxPool,
 
 // list is every container made for the pool, claimed or not.
 func (p *PoolReconciler) list(ctx context.Context, pool *sandboxv1.SandboxPool) ([]dd.ContainerSummary, error) {
-	return p.host.Driver().List(ctx, map[string]string{host.LabelPoolUID: string(pool.UID),
-		host.LabelInstance: p.sandboxes.Options.Instance})
+	return p.Host.Driver().List(ctx, map[string]string{host.LabelPoolUID: string(pool.UID),
+		host.LabelInstance: p.Options.Instance})
 }
 
 // members sorts the pool's containers. A member a claim took (this manager's
@@ -80,11 +73,11 @@ func (p *PoolReconciler) members(ctx context.Context, pool *sandboxv1.SandboxPoo
 	}
 	present, unclaimed := map[string]bool{}, map[string]bool{}
 	for _, c := range cs {
-		present[c.ID], unclaimed[c.ID] = true, isMemberName(c.Name)
+		present[c.ID], unclaimed[c.ID] = true, host.IsMemberName(c.Name)
 		switch why := p.judgeMember(pool, class, c); {
-		case !isMemberName(c.Name):
+		case !host.IsMemberName(c.Name):
 			ms.claimed++
-		case p.host.Warm().Taken(c.ID):
+		case p.Host.Warm().Taken(c.ID):
 		case why != "":
 			ms.unwanted = append(ms.unwanted, unwanted{c, why})
 		case p.isReady(c.ID):
@@ -93,7 +86,7 @@ func (p *PoolReconciler) members(ctx context.Context, pool *sandboxv1.SandboxPoo
 			ms.starting = append(ms.starting, c)
 		}
 	}
-	p.host.Warm().Forget(string(pool.UID), present)
+	p.Host.Warm().Forget(string(pool.UID), present)
 	p.forgetReady(string(pool.UID), unclaimed)
 	want := int(ptrOr(pool.Spec.Replicas, 1))
 	// Note: the surplus goes starting ones first, then the newest ready.
@@ -109,7 +102,7 @@ func (p *PoolReconciler) members(ctx context.Context, pool *sandboxv1.SandboxPoo
 	ms.missing = max(0, want-len(ms.ready)-len(ms.starting))
 	if pool.Spec.MaxAge != nil {
 		for _, c := range append(slices.Clone(ms.ready), ms.starting...) {
-			ms.expires = soonest(ms.expires, max(time.Until(c.CreatedAt.Add(pool.Spec.MaxAge.Duration)), time.Millisecond))
+			ms.expires = Soonest(ms.expires, max(time.Until(c.CreatedAt.Add(pool.Spec.MaxAge.Duration)), time.Millisecond))
 		}
 	}
 	return ms, nil
@@ -136,10 +129,10 @@ func (p *PoolReconciler) judgeMember(pool *sandboxv1.SandboxPool, class host.Ser
 // removeUnwanted removes the members that must go, taking them off the offer first.
 func (p *PoolReconciler) removeUnwanted(ctx context.Context, pool *sandboxv1.SandboxPool, ms poolMembers) error {
 	for _, u := range ms.unwanted {
-		if !p.host.Warm().Withdraw(string(pool.UID), u.c.ID) {
+		if !p.Host.Warm().Withdraw(string(pool.UID), u.c.ID) {
 			continue // a claim took it meanwhile
 		}
-		if err := p.host.Remove(ctx, u.c.ID); err != nil {
+		if err := p.Host.Remove(ctx, u.c.ID); err != nil {
 			return fmt.Errorf("removing member %s: %w", u.c.Name, err)
 		}
 		p.Recorder.Eventf(pool, nil, corev1.EventTypeNormal, sandboxv1.EventMemberReplaced, sandboxv1.ActionReconcile,
@@ -166,17 +159,17 @@ func (p *PoolReconciler) probeMember(ctx context.Context, class host.Service, ke
 	if c.State != dd.StateRunning {
 		return "", false
 	}
-	full, err := p.host.Inspect(ctx, c.ID)
+	full, err := p.Host.Inspect(ctx, c.ID)
 	addr := host.Address(full, class.Network)
 	if err != nil || addr == "" {
 		return "", false
 	}
 	svc := class
-	svc.Password = derivePassword(key, c.Labels[host.LabelMember])
-	if ok, _ := p.host.Probe(ctx, svc, full, addr); !ok {
+	svc.Password = DerivePassword(key, c.Labels[host.LabelMember])
+	if ok, _ := p.Host.Probe(ctx, svc, full, addr); !ok {
 		return "", false
 	}
-	return addr, len(svc.Features) == 0 || p.host.Activate(ctx, svc, full, addr) == ""
+	return addr, len(svc.Features) == 0 || p.Host.Activate(ctx, svc, full, addr) == ""
 }
 
 // readyMember is a member that answered: when, and at which address.

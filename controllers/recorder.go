@@ -10,13 +10,13 @@ import (
 
 // noteLimit is the longest note events.k8s.io accepts (in bytes); a longer event is
 // refused and lost.
-const noteLimit = 1024
+const NoteLimit = 1024
 
 // boundedRecorder cuts every event's note to what the API server accepts, so long
 // exit messages and tool output still reach the Sandbox's events.
 type boundedRecorder struct{ events.EventRecorder }
 
-func bounded(r events.EventRecorder) events.EventRecorder {
+func Bounded(r events.EventRecorder) events.EventRecorder {
 	if _, ok := r.(boundedRecorder); ok {
 		return r
 	}
@@ -24,11 +24,11 @@ func bounded(r events.EventRecorder) events.EventRecorder {
 }
 
 func (r boundedRecorder) Eventf(regarding, related runtime.Object, eventtype, reason, action, note string, args ...any) {
-	r.EventRecorder.Eventf(regarding, related, eventtype, reason, action, "%s", cut(fmt.Sprintf(note, args...), noteLimit))
+	r.EventRecorder.Eventf(regarding, related, eventtype, reason, action, "%s", Cut(fmt.Sprintf(note, args...), NoteLimit))
 }
 
 // cut shortens s to at most limit bytes, on a character boundary, marking the cut.
-func cut(s string, limit int) string {
+func Cut(s string, limit int) string {
 	if len(s) <= limit {
 		return s
 	}

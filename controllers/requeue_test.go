@@ -18,7 +18,7 @@ func TestSoonest(t *testing.T) {
 		{"the earliest, a service without one ignored", []time.Duration{15 * time.Second, time.Second, 0, 5 * time.Second}, time.Second},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := soonest(tc.in...); got != tc.want {
+			if got := Soonest(tc.in...); got != tc.want {
 				t.Errorf("soonest(%v) = %s, want %s", tc.in, got, tc.want)
 			}
 		})

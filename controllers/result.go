@@ -39,7 +39,7 @@ type serviceResult struct {
 
 type serviceEvent struct{ eventType, reason, message string }
 
-func (res *serviceResult) after(d time.Duration) { res.requeue = soonest(res.requeue, d) }
+func (res *serviceResult) after(d time.Duration) { res.requeue = Soonest(res.requeue, d) }
 
 // event records a Normal milestone to report.
 func (res *serviceResult) event(reason, message string) {

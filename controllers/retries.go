@@ -2,30 +2,16 @@ package controllers
 
 import (
 	"context"
-	"math"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
 	"github.com/roboco-sandbox/sandbox-controller/internal/host"
 )
-
-// retryBackoff paces every retry of a failure a retry may fix (a Docker call that
-// failed or did not answer, Docker down, a teardown that did not finish, an owner
-// that could not be inspected): 1s after the first failed pass, doubling with each
-// failed pass in a row, at most 5 minutes, ±10% jitter. A pass without a failure
-// resets it.
-var retryBackoff = wait.Backoff{Duration: time.Second, Factor: 2, Cap: 5 * time.Minute, Steps: math.MaxInt32}
-
-// stalledRecheck is how often a stalled Sandbox is looked at again (jittered), for
-// what blocks it may go without an event saying so; where an event exists (a
-// container name freed, a foreign Secret deleted) it resumes at once.
-const stalledRecheck = 5 * time.Minute
 
 // memory is what the reconciler keeps of each Sandbox between passes, in memory
 // only: how many passes in a row failed (the backoff's step) and how its probes
@@ -83,7 +69,7 @@ func (m *memory) startPass(ctx context.Context, sb *sandboxv1.Sandbox) context.C
 	m.mu.Lock()
 	failures := m.of(sb).failures
 	m.mu.Unlock()
-	return context.WithValue(ctx, passKey{}, &pass{retryIn: jitter(host.Delay(retryBackoff, failures))})
+	return context.WithValue(ctx, passKey{}, &pass{retryIn: Jitter(host.Delay(RetryBackoff, failures))})
 }
 
 // retryLater notes that the pass met a failure a retry may fix, and returns when
@@ -91,7 +77,7 @@ func (m *memory) startPass(ctx context.Context, sb *sandboxv1.Sandbox) context.C
 func retryLater(ctx context.Context) time.Duration {
 	p, ok := ctx.Value(passKey{}).(*pass)
 	if !ok {
-		return retryBackoff.Duration
+		return RetryBackoff.Duration
 	}
 	p.failed.Store(true)
 	return p.retryIn
@@ -116,6 +102,6 @@ func (m *memory) pace(ctx context.Context, sb *sandboxv1.Sandbox, result ctrl.Re
 		return result
 	}
 	rec.failures++
-	result.RequeueAfter = soonest(result.RequeueAfter, p.retryIn)
+	result.RequeueAfter = Soonest(result.RequeueAfter, p.retryIn)
 	return result
 }

@@ -26,6 +26,7 @@ import (
 
 	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
 	dd "github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver"
+	"github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver/eventhub"
 	"github.com/roboco-sandbox/sandbox-controller/internal/host"
 )
 
@@ -44,15 +45,15 @@ type SandboxReconciler struct {
 
 	// scope is the DockerHost this reconciler drives: it sees only the
 	// Sandboxes bound to it (spec.dockerHost), and acts while this replica holds it.
-	scope hostScope
+	Scope Scope
 	// live tracks the passes in flight for the liveness check (one per manager).
-	live *passes
+	Live *Passes
 
 	// events is the Docker host's event stream, and identity proves which host it
 	// is; both shared with the sweep.
-	events   *hostEvents
-	identity *host.Identity
-	host     *host.Host
+	Events   *eventhub.Shared
+	Identity *host.Identity
+	Host     *host.Host
 	cpus     hostCPUs
 	requeue  chan event.TypedGenericEvent[*sandboxv1.Sandbox]
 	// own remembers this manager's Docker actions, whose events re-queue nothing.
@@ -63,11 +64,11 @@ type SandboxReconciler struct {
 	secrets *foreignSecrets
 	// claims are the claim records this manager wrote lately; poolKeys derive
 	// pool members' passwords; pokePool asks a pool to refill.
-	claims   recentClaims
-	poolKeys *poolKeys
-	pokePool func(types.NamespacedName)
+	claims   Recent
+	PoolKeys *Keys
+	PokePool func(types.NamespacedName)
 	// observe is told the outcome of every pass (Setup.ObservePass).
-	observe func(ctrl.Request, ctrl.Result, error)
+	Observe func(ctrl.Request, ctrl.Result, error)
 }
 
 // +kubebuilder:rbac:groups=sandbox.roboco.io,resources=sandboxes,verbs=get;list;watch;update;patch;delete
@@ -80,7 +81,7 @@ type SandboxReconciler struct {
 // bound to, the lifetime verdict, then credentials, then services, then one
 // publish. Each step returns early when its condition already holds.
 func (r *SandboxReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	if !r.scope.active() {
+	if !r.Scope.Active() {
 		return ctrl.Result{}, nil // the replica that holds the host's Lease acts
 	}
 	sb := &sandboxv1.Sandbox{}
@@ -91,7 +92,7 @@ func (r *SandboxReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	// Note: an owned Secret's event reaches every host's queue; only the Sandbox's host acts.
-	if sb.Spec.DockerHost != r.scope.name {
+	if sb.Spec.DockerHost != r.Scope.Name {
 		return ctrl.Result{}, nil
 	}
 	ctx = logf.IntoContext(ctx, logf.FromContext(ctx).WithValues("agentID", sb.Spec.AgentID))
@@ -117,7 +118,7 @@ func (r *SandboxReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	if result, err = withOwnerDeadline(result, err, life.ownerLeft); err != nil {
 		return ctrl.Result{}, err
 	}
-	result.RequeueAfter = soonest(result.RequeueAfter, life.ttlLeft)
+	result.RequeueAfter = Soonest(result.RequeueAfter, life.ttlLeft)
 	return r.memory.pace(ctx, sb, result), nil
 }
 
@@ -130,7 +131,7 @@ func (r *SandboxReconciler) provision(ctx context.Context, sb *sandboxv1.Sandbox
 	case errors.As(err, &conflict):
 		stallAll(sb, sandboxv1.ReasonSecretConflict, err.Error())
 		r.secrets.watch(key, conflict.name)
-		return ctrl.Result{RequeueAfter: jitter(stalledRecheck)}, nil, nil
+		return ctrl.Result{RequeueAfter: Jitter(StalledRecheck)}, nil, nil
 	case err != nil:
 		return ctrl.Result{}, nil, err
 	}
@@ -163,8 +164,8 @@ func (r *SandboxReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	r.requeue = make(chan event.TypedGenericEvent[*sandboxv1.Sandbox], 1024)
 	pulls := host.NewPulls(r.Driver, r.wake, sandboxMetrics.observePull)
-	r.host = host.New(r.Driver, r.Options.StopTimeout, pulls)
-	if err := mgr.Add(r.scope.runnable(func(ctx context.Context) error {
+	r.Host = host.New(r.Driver, r.Options.StopTimeout, pulls)
+	if err := mgr.Add(r.Scope.Runnable(func(ctx context.Context) error {
 		pulls.Start(ctx)
 		r.secrets.start(ctx)
 		<-ctx.Done()
@@ -172,18 +173,18 @@ func (r *SandboxReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	})); err != nil {
 		return err
 	}
-	if r.events == nil {
-		r.events = newHostEvents(r.Driver)
+	if r.Events == nil {
+		r.Events = eventhub.NewShared(r.Driver)
 	}
-	if r.identity == nil {
-		r.identity = host.NewIdentity(r.Driver, host.DefaultIdentitySettle)
+	if r.Identity == nil {
+		r.Identity = host.NewIdentity(r.Driver, host.DefaultIdentitySettle)
 	}
 	if err := r.setupDockerWatch(mgr); err != nil {
 		return err
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		// Note: annotations too, for AnnotationReleaseDockerHost.
-		For(&sandboxv1.Sandbox{}, builder.WithPredicates(boundToHost(r.scope.name), predicate.Or[client.Object](
+		For(&sandboxv1.Sandbox{}, builder.WithPredicates(BoundToHost(r.Scope.Name), predicate.Or[client.Object](
 			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		// A credentials Secret deleted by hand is re-made at once (the manager caches
 		// only Secrets carrying SecretLabel).
@@ -192,10 +193,10 @@ func (r *SandboxReconciler) SetupWithManager(mgr ctrl.Manager) error {
 			UpdateFunc: func(event.UpdateEvent) bool { return false },
 		})).
 		WatchesRawSource(source.Channel(r.requeue, &handler.TypedEnqueueRequestForObject[*sandboxv1.Sandbox]{})).
-		WithOptions(r.scope.options(r.MaxConcurrentReconciles)).
-		WithLogConstructor(hostLogger(mgr, "sandbox", r.scope.name)).
+		WithOptions(r.Scope.Options(r.MaxConcurrentReconciles)).
+		WithLogConstructor(HostLogger(mgr, "sandbox", r.Scope.Name)).
 		Named("sandbox").
-		Complete(r.live.wrap(observed(r, r.observe)))
+		Complete(r.Live.Wrap(Observed(r, r.Observe)))
 }
 
 // defaults fills what the caller left unset from the manager.
@@ -205,16 +206,16 @@ func (r *SandboxReconciler) defaults(mgr ctrl.Manager) error {
 		r.Driver = r.own.wrap(r.Driver)
 	}
 	r.memory = newMemory()
-	if r.live == nil {
-		r.live = newPasses()
+	if r.Live == nil {
+		r.Live = NewPasses()
 	}
-	if r.poolKeys == nil {
-		r.poolKeys = newPoolKeys(mgr.GetClient(), mgr.GetAPIReader(), mgr.GetScheme())
+	if r.PoolKeys == nil {
+		r.PoolKeys = New(mgr.GetClient(), mgr.GetAPIReader(), mgr.GetScheme())
 	}
-	if r.pokePool == nil {
-		r.pokePool = func(types.NamespacedName) {}
+	if r.PokePool == nil {
+		r.PokePool = func(types.NamespacedName) {}
 	}
-	secrets, err := newForeignSecrets(mgr, r.enqueue)
+	secrets, err := newForeignSecrets(mgr, r.Enqueue)
 	if err != nil {
 		return err
 	}
@@ -228,7 +229,7 @@ func (r *SandboxReconciler) defaults(mgr ctrl.Manager) error {
 	if r.Recorder == nil {
 		r.Recorder = mgr.GetEventRecorder("sandbox-controller")
 	}
-	r.Recorder = bounded(r.Recorder)
+	r.Recorder = Bounded(r.Recorder)
 	if r.MaxConcurrentReconciles == 0 {
 		r.MaxConcurrentReconciles = 4
 	}
@@ -245,24 +246,17 @@ func (r *SandboxReconciler) forget(key types.NamespacedName) {
 func (r *SandboxReconciler) wake(waiter string) {
 	ns, name, err := cache.SplitMetaNamespaceKey(waiter)
 	if err == nil {
-		r.enqueue(types.NamespacedName{Namespace: ns, Name: name})
+		r.Enqueue(types.NamespacedName{Namespace: ns, Name: name})
 	}
 }
 
 // enqueue re-queues one Sandbox from outside the API server's watch (a finished
 // pull, a Docker event).
-func (r *SandboxReconciler) enqueue(key types.NamespacedName) {
+func (r *SandboxReconciler) Enqueue(key types.NamespacedName) {
 	sb := &sandboxv1.Sandbox{}
 	sb.Namespace, sb.Name = key.Namespace, key.Name
 	r.requeue <- event.TypedGenericEvent[*sandboxv1.Sandbox]{Object: sb}
 }
 
 // ownerName is the owner container recorded on the service containers.
-func (r *SandboxReconciler) ownerName(sb *sandboxv1.Sandbox) string { return ownerName(r.Options, sb) }
-
-func ownerName(o Options, sb *sandboxv1.Sandbox) string {
-	if sb.Spec.Owner != nil && sb.Spec.Owner.ContainerName != "" {
-		return sb.Spec.Owner.ContainerName
-	}
-	return o.ownerContainer(sb.Spec.AgentID)
-}
+func (r *SandboxReconciler) ownerName(sb *sandboxv1.Sandbox) string { return r.Options.OwnerName(sb) }

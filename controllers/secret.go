@@ -8,36 +8,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
 	"github.com/roboco-sandbox/sandbox-controller/internal/chaosplant"
 	"github.com/roboco-sandbox/sandbox-controller/internal/engine"
 )
-
-// CacheOptions are the cache settings the controllers need from their manager:
-// of all Secrets, only the credentials Secrets are cached, whatever their
-// SecretLabel's value (a Sandbox's UID, or its name as older releases wrote it);
-// no cached object keeps its managedFields.
-func CacheOptions() cache.Options {
-	ours, err := labels.NewRequirement(SecretLabel, selection.Exists, nil)
-	if err != nil {
-		panic(err) // a constant key
-	}
-	return cache.Options{
-		ByObject: map[client.Object]cache.ByObject{
-			&corev1.Secret{}: {Label: labels.NewSelector().Add(*ours)},
-		},
-		// Nothing reads managedFields, and every object has them: a manager
-		// caching thousands of Sandboxes would hold them all.
-		DefaultTransform: cache.TransformStripManagedFields(),
-	}
-}
 
 // errSecretConflict says the Secret's name is taken by a Secret this Sandbox does not own.
 type errSecretConflict struct{ name string }

@@ -27,7 +27,7 @@ type serviceWork struct {
 // containers of the service's engine.
 func (r *SandboxReconciler) reconcileService(ctx context.Context, w serviceWork, ours []dd.ContainerSummary) serviceResult {
 	res := newServiceResult(w)
-	obs, err := r.host.Observe(ctx, w.svc, ours, w.prev.ContainerID)
+	obs, err := r.Host.Observe(ctx, w.svc, ours, w.prev.ContainerID)
 	if err != nil {
 		return res.dockerFailed(ctx, err, "observing "+w.svc.Container.Name)
 	}
@@ -66,7 +66,7 @@ func (r *SandboxReconciler) reconcileService(ctx context.Context, w serviceWork,
 		res.behind(obs.Behind)
 		return res
 	}
-	c, err := r.host.Inspect(ctx, obs.Current.ID)
+	c, err := r.Host.Inspect(ctx, obs.Current.ID)
 	if err != nil {
 		return res.dockerFailed(ctx, err, "inspecting "+obs.Current.Name)
 	}
@@ -78,7 +78,7 @@ func (r *SandboxReconciler) reconcileService(ctx context.Context, w serviceWork,
 // Sandbox's update strategy asks for it; otherwise it is kept, with its data,
 // and reported behind. A rollout is no restart.
 func (r *SandboxReconciler) rollOut(ctx context.Context, w serviceWork, obs host.Observation, res *serviceResult) (host.Observation, error) {
-	if obs.Behind == "" || obs.Current == nil || obs.Phase == host.Stopped || !r.Options.rollsOut(w.sb) {
+	if obs.Behind == "" || obs.Current == nil || obs.Phase == host.Stopped || !r.Options.RollsOut(w.sb) {
 		return obs, nil
 	}
 	if _, err := r.retire(ctx, w, *obs.Current, res); err != nil {
@@ -111,7 +111,7 @@ func settled(w serviceWork, currentID string) bool {
 // recreateStopped waits out the restart backoff of a container that stopped, then
 // removes it and makes it again with the same credentials.
 func (r *SandboxReconciler) recreateStopped(ctx context.Context, w serviceWork, c dd.Container, res serviceResult) serviceResult {
-	exitMsg := r.host.ExitMessage(ctx, c)
+	exitMsg := r.Host.ExitMessage(ctx, c)
 	if wait := host.Delay(host.RestartBackoff, int(res.status.Restarts)) - time.Since(c.FinishedAt); wait > 0 {
 		res.status.ContainerID = c.ID
 		return res.waiting(part{reason: sandboxv1.ReasonExited, message: exitMsg + fmt.Sprintf("; recreating in %s", wait.Round(time.Second))},
@@ -138,7 +138,7 @@ func (r *SandboxReconciler) provisionService(ctx context.Context, w serviceWork,
 // worker), then goes on with it.
 func (r *SandboxReconciler) ensureService(ctx context.Context, w serviceWork, res serviceResult) serviceResult {
 	waiter := types.NamespacedName{Namespace: w.sb.Namespace, Name: w.sb.Name}.String()
-	got, err := r.host.Ensure(ctx, w.svc, res.status.Restarts, waiter)
+	got, err := r.Host.Ensure(ctx, w.svc, res.status.Restarts, waiter)
 	image := w.svc.Image()
 	switch pull := got.Pull; {
 	case pull.Err != nil && !errors.Is(pull.Err, dd.ErrPullFailed):

@@ -17,7 +17,7 @@ func (r *SandboxReconciler) probeService(ctx context.Context, w serviceWork, c d
 	alreadyAnswered := w.prev.Ready && w.prev.ContainerID == c.ID
 	claimed := c.Labels[host.LabelPoolUID] != ""
 	if !alreadyAnswered {
-		passed, detail := r.host.Probe(ctx, w.svc, c, addr)
+		passed, detail := r.Host.Probe(ctx, w.svc, c, addr)
 		if !passed && claimed {
 			// A claim a crash cut short between its rename and its rotation.
 			passed, detail = r.rotateClaimed(ctx, w, c, addr)
@@ -30,7 +30,7 @@ func (r *SandboxReconciler) probeService(ctx context.Context, w serviceWork, c d
 	// Note: a claimed member's pool verified its features (they are its class).
 	featuresVerified := claimed || alreadyAnswered && slices.Equal(featureStrings(w.prev.Features), w.svc.Features)
 	if len(w.svc.Features) > 0 && !featuresVerified {
-		if msg := r.host.Activate(ctx, w.svc, c, addr); msg != "" {
+		if msg := r.Host.Activate(ctx, w.svc, c, addr); msg != "" {
 			res.probes = part{reason: sandboxv1.ReasonFeatureVerifyFailed,
 				message: fmt.Sprintf("%s; retrying in %s", msg, retryLater(ctx).Round(time.Second))}
 			return res

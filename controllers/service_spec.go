@@ -15,9 +15,9 @@ import (
 	"github.com/roboco-sandbox/sandbox-controller/internal/host"
 )
 
-// resolveService validates a service against the registry, the operator's limits
+// ResolveService validates a service against the registry, the operator's limits
 // and the Docker host's, and builds the container it needs.
-func (r *SandboxReconciler) resolveService(ctx context.Context, sb *sandboxv1.Sandbox, svc sandboxv1.ServiceSpec, password string) (host.Service, error) {
+func (r *SandboxReconciler) ResolveService(ctx context.Context, sb *sandboxv1.Sandbox, svc sandboxv1.ServiceSpec, password string) (host.Service, error) {
 	e, ok := engine.Lookup(string(svc.Engine))
 	if !ok {
 		return host.Service{}, fmt.Errorf("unknown engine %q; engines: %s", svc.Engine, strings.Join(engine.Names(), ", "))
@@ -32,7 +32,7 @@ func (r *SandboxReconciler) resolveService(ctx context.Context, sb *sandboxv1.Sa
 	if err != nil {
 		return host.Service{}, err
 	}
-	network, err := r.Options.network(sb.Spec.Network)
+	network, err := r.Options.Network(sb.Spec.Network)
 	if err != nil {
 		return host.Service{}, err
 	}
@@ -44,7 +44,12 @@ func (r *SandboxReconciler) resolveService(ctx context.Context, sb *sandboxv1.Sa
 		chosen.Memory, chosen.CPU = res.Memory != nil, res.CPU != nil
 	}
 	return host.Service{Engine: e, Features: features, Network: network, Password: password,
-		ProbeDeadline: r.Options.probeDeadline(e), Container: spec, Chosen: chosen, Images: r.Options.imagesFor(e)}, nil
+		ProbeDeadline: r.Options.ProbeDeadline(e), Container: spec, Chosen: chosen, Images: r.Options.ImagesFor(e)}, nil
+}
+
+// ProveHost proves which Docker host the reconciler drives.
+func (r *SandboxReconciler) ProveHost(ctx context.Context) (dd.HostIdentity, error) {
+	return r.Identity.Prove(ctx)
 }
 
 // limits are the service's memory (bytes) and CPU (nano-CPUs) after the operator's
@@ -76,8 +81,8 @@ func (r *SandboxReconciler) checkCPU(ctx context.Context, e engine.Engine, cpu r
 	if n := r.cpus.ceiling(ctx, r.Driver, cpu.MilliValue()); n > 0 && most.Cmp(*resource.NewQuantity(int64(n), resource.DecimalSI)) > 0 {
 		most, why = *resource.NewQuantity(int64(n), resource.DecimalSI), fmt.Sprintf("the Docker host has %d CPUs", n)
 	}
-	if cpu.Cmp(minCPU) < 0 || cpu.Cmp(most) > 0 {
-		return fmt.Errorf("%s asks for cpu %s; allowed: %s to %s (%s)", e.Name(), cpu.String(), minCPU.String(), most.String(), why)
+	if cpu.Cmp(MinCPU) < 0 || cpu.Cmp(most) > 0 {
+		return fmt.Errorf("%s asks for cpu %s; allowed: %s to %s (%s)", e.Name(), cpu.String(), MinCPU.String(), most.String(), why)
 	}
 	return nil
 }
@@ -95,7 +100,7 @@ func (r *SandboxReconciler) containerSpec(sb *sandboxv1.Sandbox, e engine.Engine
 	made := e.Container(password, features)
 	spec := dd.ContainerSpec{
 		Name:  name,
-		Image: r.Options.imagesFor(e).For(features),
+		Image: r.Options.ImagesFor(e).For(features),
 		Labels: map[string]string{
 			host.LabelSandbox:   host.LabelSandboxTrue,
 			host.LabelOwner:     r.ownerName(sb),

@@ -23,13 +23,13 @@ func (r *SandboxReconciler) reconcileServices(ctx context.Context, sb *sandboxv1
 	specs := make([]host.Service, len(sb.Spec.Services))
 	for i, svc := range sb.Spec.Services {
 		var err error
-		if specs[i], err = r.resolveService(ctx, sb, svc, creds.passwords[string(svc.Engine)]); err != nil {
+		if specs[i], err = r.ResolveService(ctx, sb, svc, creds.passwords[string(svc.Engine)]); err != nil {
 			// Note: the Warning once per stall, not on every recheck.
 			if c := meta.FindStatusCondition(sb.Status.Conditions, sandboxv1.ConditionStalled); c == nil || c.Message != err.Error() {
 				r.Recorder.Eventf(sb, nil, corev1.EventTypeWarning, sandboxv1.ReasonInvalidSpec, sandboxv1.ActionValidate, "%s", err.Error())
 			}
 			stallAll(sb, sandboxv1.ReasonInvalidSpec, err.Error())
-			return ctrl.Result{RequeueAfter: jitter(stalledRecheck)}, nil
+			return ctrl.Result{RequeueAfter: Jitter(StalledRecheck)}, nil
 		}
 	}
 	ours, claims, err := r.ours(ctx, sb)
@@ -39,7 +39,7 @@ func (r *SandboxReconciler) reconcileServices(ctx context.Context, sb *sandboxv1
 	}
 	for i := range specs {
 		if c, ok := claims[specs[i].Engine.Name()]; ok {
-			specs[i].Claims = map[string]string{c.id: c.credentials}
+			specs[i].Claims = map[string]string{c.ID: c.Credentials}
 		}
 	}
 	byEngine := map[string][]dd.ContainerSummary{}
@@ -55,7 +55,7 @@ func (r *SandboxReconciler) reconcileServices(ctx context.Context, sb *sandboxv1
 	summarize(sb, results)
 	r.report(ctx, sb, results, wasReady, oldConditions)
 	result := passResult(results, r.Options.ResyncPeriod)
-	result.RequeueAfter = soonest(result.RequeueAfter, dropped)
+	result.RequeueAfter = Soonest(result.RequeueAfter, dropped)
 	return result, nil
 }
 
@@ -70,16 +70,16 @@ func (r *SandboxReconciler) removeDropped(ctx context.Context, sb *sandboxv1.San
 		}
 		for _, c := range cs {
 			if wait := r.memory.asideDue(sb, c.ID, now); wait > 0 {
-				retry = soonest(retry, wait)
+				retry = Soonest(retry, wait)
 				continue
 			}
-			got, err := r.host.Retire(ctx, c, "")
+			got, err := r.Host.Retire(ctx, c, "")
 			if err != nil {
 				return 0, fmt.Errorf("removing %s, no longer in spec: %w", c.Name, err)
 			}
 			if got.Stuck != nil {
 				wait := r.memory.asideFailed(sb, c.ID, now)
-				retry = soonest(retry, wait)
+				retry = Soonest(retry, wait)
 				logf.FromContext(ctx).Info("Docker cannot remove a container no longer in spec; retrying", "container", c.Name,
 					"error", got.Stuck.Error(), "retryIn", wait.Round(time.Second))
 				continue
@@ -120,12 +120,12 @@ func passResult(results []serviceResult, resync time.Duration) ctrl.Result {
 	for _, res := range results {
 		want := res.requeue
 		if res.stalled {
-			want = soonest(want, jitter(stalledRecheck))
+			want = Soonest(want, Jitter(StalledRecheck))
 		}
-		after = soonest(after, want)
+		after = Soonest(after, want)
 	}
 	if after == 0 {
-		after = jitter(resync)
+		after = Jitter(resync)
 	}
 	return ctrl.Result{RequeueAfter: after}
 }

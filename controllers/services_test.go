@@ -14,8 +14,8 @@ func TestPassResultKeepsSiblingsRequeues(t *testing.T) {
 		t.Errorf("stalled + probing: requeue after %s, want the probe's 1s", got)
 	}
 	got := passResult([]serviceResult{stalled}, resync).RequeueAfter
-	if low, high := stalledRecheck*9/10, stalledRecheck*11/10; got < low || got > high {
-		t.Errorf("stalled alone: requeue after %s, want the recheck (%s ±10%%)", got, stalledRecheck)
+	if low, high := StalledRecheck*9/10, StalledRecheck*11/10; got < low || got > high {
+		t.Errorf("stalled alone: requeue after %s, want the recheck (%s ±10%%)", got, StalledRecheck)
 	}
 	if got := passResult([]serviceResult{{}}, resync).RequeueAfter; got < resync*9/10 || got > resync*11/10 {
 		t.Errorf("settled: requeue after %s, want the resync", got)

@@ -10,7 +10,6 @@ import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
 	dd "github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver"
@@ -35,7 +34,7 @@ type Setup struct {
 	DockerHostName, DockerEndpoint string
 	// Leases, when set, share the Docker hosts among manager replicas, one Lease
 	// per DockerHost; unset, the elected leader drives every host.
-	Leases *HostLeases
+	Leases *Config
 	// UserAgent is what the manager calls itself to the DockerHosts it dials (the
 	// daemons' logs then say which replica asked).
 	UserAgent string
@@ -88,28 +87,17 @@ func (s Setup) AddToManager(mgr ctrl.Manager, driver dd.Driver) error {
 			return err
 		}
 	}
-	pl := &placer{Client: mgr.GetClient(), api: mgr.GetAPIReader(), fleet: f, options: s.Options}
+	pl := &Placer{Client: mgr.GetClient(), API: mgr.GetAPIReader(), Drivers: f, Options: s.Options}
 	if err := pl.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up placement: %w", err)
 	}
-	if err := (poolPlacer{pl}).SetupWithManager(mgr); err != nil {
+	if err := (PoolPlacer{pl}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up pool placement: %w", err)
 	}
-	hosts := &dockerHostReconciler{Client: mgr.GetClient(), api: mgr.GetAPIReader(), fleet: f, implicit: implicit, dial: s.Dial}
+	hosts := &DockerHostReconciler{Client: mgr.GetClient(), API: mgr.GetAPIReader(), Fleet: f, Options: s.Options, UserAgent: s.UserAgent,
+		Implicit: implicit, Dial: s.Dial}
 	if err := hosts.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the DockerHost controller: %w", err)
 	}
 	return nil
-}
-
-// observed tells observe the outcome of every pass of r (nil: r as it is).
-func observed(r reconcile.Reconciler, observe func(ctrl.Request, ctrl.Result, error)) reconcile.Reconciler {
-	if observe == nil {
-		return r
-	}
-	return reconcile.Func(func(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-		result, err := r.Reconcile(ctx, req)
-		observe(req, result, err)
-		return result, err
-	})
 }

@@ -11,14 +11,6 @@ import (
 	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
 )
 
-// setCondition sets a condition stamped with the generation it describes.
-// Note: meta.SetStatusCondition does not fill ObservedGeneration; we must.
-func setCondition(sb *sandboxv1.Sandbox, condType string, status metav1.ConditionStatus, reason, message string) {
-	meta.SetStatusCondition(&sb.Status.Conditions, metav1.Condition{
-		Type: condType, Status: status, Reason: reason, Message: message, ObservedGeneration: sb.Generation,
-	})
-}
-
 // failureReasons outrank progress reasons when services disagree.
 var failureReasons = map[string]bool{
 	sandboxv1.ReasonPullFailed: true, sandboxv1.ReasonNameConflict: true, sandboxv1.ReasonExited: true,
@@ -43,10 +35,10 @@ func merge(sb *sandboxv1.Sandbox, condType, okReason string, results []serviceRe
 		messages = append(messages, fmt.Sprintf("%s: %s", res.status.Engine, p.message))
 	}
 	if reason == "" {
-		setCondition(sb, condType, metav1.ConditionTrue, okReason, fmt.Sprintf("all %d services", len(results)))
+		SetCondition(sb, condType, metav1.ConditionTrue, okReason, fmt.Sprintf("all %d services", len(results)))
 		return
 	}
-	setCondition(sb, condType, metav1.ConditionFalse, reason, strings.Join(messages, "; "))
+	SetCondition(sb, condType, metav1.ConditionFalse, reason, strings.Join(messages, "; "))
 }
 
 // summarize writes the services' results into status and derives every condition.
@@ -87,26 +79,26 @@ func summarizeReady(sb *sandboxv1.Sandbox, stalled bool) {
 	}
 	switch {
 	case blocking == nil:
-		setCondition(sb, sandboxv1.ConditionReady, metav1.ConditionTrue, sandboxv1.ReasonReady,
+		SetCondition(sb, sandboxv1.ConditionReady, metav1.ConditionTrue, sandboxv1.ReasonReady,
 			fmt.Sprintf("%s ready; credentials in Secret %s", sb.Status.Engines, sb.Status.SecretName))
 		meta.RemoveStatusCondition(&sb.Status.Conditions, sandboxv1.ConditionReconciling)
 		meta.RemoveStatusCondition(&sb.Status.Conditions, sandboxv1.ConditionStalled)
 		return
 	case stalled:
-		setCondition(sb, sandboxv1.ConditionReady, metav1.ConditionFalse, sandboxv1.ReasonFailed, blocking.Message)
-		setCondition(sb, sandboxv1.ConditionStalled, metav1.ConditionTrue, blocking.Reason, blocking.Message)
+		SetCondition(sb, sandboxv1.ConditionReady, metav1.ConditionFalse, sandboxv1.ReasonFailed, blocking.Message)
+		SetCondition(sb, sandboxv1.ConditionStalled, metav1.ConditionTrue, blocking.Reason, blocking.Message)
 		meta.RemoveStatusCondition(&sb.Status.Conditions, sandboxv1.ConditionReconciling)
 	case failureReasons[blocking.Reason]:
 		reason := sandboxv1.ReasonFailed
 		if blocking.Reason == sandboxv1.ReasonDockerUnavailable {
 			reason = sandboxv1.ReasonDockerUnavailable
 		}
-		setCondition(sb, sandboxv1.ConditionReady, metav1.ConditionFalse, reason, blocking.Message)
-		setCondition(sb, sandboxv1.ConditionReconciling, metav1.ConditionTrue, blocking.Reason, "retrying: "+blocking.Message)
+		SetCondition(sb, sandboxv1.ConditionReady, metav1.ConditionFalse, reason, blocking.Message)
+		SetCondition(sb, sandboxv1.ConditionReconciling, metav1.ConditionTrue, blocking.Reason, "retrying: "+blocking.Message)
 		meta.RemoveStatusCondition(&sb.Status.Conditions, sandboxv1.ConditionStalled)
 	default:
-		setCondition(sb, sandboxv1.ConditionReady, metav1.ConditionFalse, sandboxv1.ReasonProvisioning, blocking.Message)
-		setCondition(sb, sandboxv1.ConditionReconciling, metav1.ConditionTrue, blocking.Reason, blocking.Message)
+		SetCondition(sb, sandboxv1.ConditionReady, metav1.ConditionFalse, sandboxv1.ReasonProvisioning, blocking.Message)
+		SetCondition(sb, sandboxv1.ConditionReconciling, metav1.ConditionTrue, blocking.Reason, blocking.Message)
 		meta.RemoveStatusCondition(&sb.Status.Conditions, sandboxv1.ConditionStalled)
 	}
 }
@@ -115,8 +107,8 @@ func summarizeReady(sb *sandboxv1.Sandbox, stalled bool) {
 // (an invalid spec, a foreign Secret in the way).
 func stallAll(sb *sandboxv1.Sandbox, reason, message string) {
 	sb.Status.ObservedGeneration = sb.Generation
-	setCondition(sb, sandboxv1.ConditionReady, metav1.ConditionFalse, sandboxv1.ReasonFailed, message)
-	setCondition(sb, sandboxv1.ConditionStalled, metav1.ConditionTrue, reason, message)
+	SetCondition(sb, sandboxv1.ConditionReady, metav1.ConditionFalse, sandboxv1.ReasonFailed, message)
+	SetCondition(sb, sandboxv1.ConditionStalled, metav1.ConditionTrue, reason, message)
 	meta.RemoveStatusCondition(&sb.Status.Conditions, sandboxv1.ConditionReconciling)
 }
 
@@ -124,8 +116,8 @@ func stallAll(sb *sandboxv1.Sandbox, reason, message string) {
 func dockerDown(sb *sandboxv1.Sandbox, err error, retryIn time.Duration) {
 	sb.Status.ObservedGeneration = sb.Generation
 	msg := fmt.Sprintf("Docker does not answer: %v; retrying in %s", err, retryIn.Round(time.Second))
-	setCondition(sb, sandboxv1.ConditionContainersRunning, metav1.ConditionUnknown, sandboxv1.ReasonDockerUnavailable, msg)
-	setCondition(sb, sandboxv1.ConditionReady, metav1.ConditionFalse, sandboxv1.ReasonDockerUnavailable, msg)
-	setCondition(sb, sandboxv1.ConditionReconciling, metav1.ConditionTrue, sandboxv1.ReasonDockerUnavailable, "retrying: "+msg)
+	SetCondition(sb, sandboxv1.ConditionContainersRunning, metav1.ConditionUnknown, sandboxv1.ReasonDockerUnavailable, msg)
+	SetCondition(sb, sandboxv1.ConditionReady, metav1.ConditionFalse, sandboxv1.ReasonDockerUnavailable, msg)
+	SetCondition(sb, sandboxv1.ConditionReconciling, metav1.ConditionTrue, sandboxv1.ReasonDockerUnavailable, "retrying: "+msg)
 	meta.RemoveStatusCondition(&sb.Status.Conditions, sandboxv1.ConditionStalled)
 }

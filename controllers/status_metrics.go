@@ -41,7 +41,7 @@ func newStatusCollector(reader client.Reader, elected <-chan struct{}) *statusCo
 
 // registerStatusCollector (re)registers the collector for this manager; a
 // process that starts a new manager (tests do) replaces the previous one's.
-func registerStatusCollector(reader client.Reader, elected <-chan struct{}) error {
+func RegisterStatusCollector(reader client.Reader, elected <-chan struct{}) error {
 	c := newStatusCollector(reader, elected)
 	if err := ctrlmetrics.Registry.Register(c); err != nil {
 		var are prometheus.AlreadyRegisteredError

@@ -16,6 +16,7 @@ import (
 
 	"github.com/roboco-sandbox/sandbox-controller/internal/chaosplant"
 	dd "github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver"
+	"github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver/eventhub"
 	"github.com/roboco-sandbox/sandbox-controller/internal/host"
 )
 
@@ -66,10 +67,10 @@ type SweepReconciler struct {
 	Options   Options
 	// events is the Docker host's event stream, and identity proves which host it
 	// is; both shared with the Sandbox reconciler.
-	events   *hostEvents
-	identity *host.Identity
+	Events   *eventhub.Shared
+	Identity *host.Identity
 	// scope is the DockerHost swept.
-	scope hostScope
+	Scope Scope
 
 	stream streamState
 
@@ -87,11 +88,11 @@ type SweepReconciler struct {
 
 // Reconcile is one sweep pass.
 func (r *SweepReconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Result, error) {
-	if !r.scope.active() {
+	if !r.Scope.Active() {
 		return ctrl.Result{}, nil
 	}
 	start := time.Now()
-	defer func() { lifetimeMetrics.sweepSeconds.Observe(time.Since(start).Seconds()) }()
+	defer func() { sweepMetrics.sweepSeconds.Observe(time.Since(start).Seconds()) }()
 	log := logf.FromContext(ctx)
 
 	if why := r.stream.behind(); why != "" {
@@ -99,7 +100,7 @@ func (r *SweepReconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.R
 	}
 	// Note: no sweep of a host not proven. A Sandbox bound to another host is live:
 	// nothing of its UID is reaped here, and its containers there are not seen.
-	if _, err := r.identity.Prove(ctx); err != nil {
+	if _, err := r.Identity.Prove(ctx); err != nil {
 		return ctrl.Result{}, sweepFailed(ctx, "identity", err)
 	}
 	// Note: containers are listed before Sandboxes. A UID absent from a later,
@@ -150,7 +151,7 @@ func (r *SweepReconciler) plan(ctx context.Context, containers []dd.ContainerSum
 	for _, c := range containers {
 		if uid, ours := c.Labels[host.LabelUID]; ours {
 			// Another control plane's UIDs mean nothing to our API server.
-			if r.Options.judges(c.Labels[host.LabelInstance]) && !live[types.UID(uid)] {
+			if r.Options.Judges(c.Labels[host.LabelInstance]) && !live[types.UID(uid)] {
 				p.consider(c, orphanUID, c.CreatedAt)
 			}
 			continue
@@ -178,7 +179,7 @@ func (r *SweepReconciler) plan(ctx context.Context, containers []dd.ContainerSum
 // sweepFailed reports a pass that removed nothing (or, for "remove", not all it
 // meant to) and hands the error back, for a retry with backoff.
 func sweepFailed(ctx context.Context, stage string, err error) error {
-	lifetimeMetrics.sweepErrors.WithLabelValues(stage).Inc()
+	sweepMetrics.sweepErrors.WithLabelValues(stage).Inc()
 	logf.FromContext(ctx).Info("Orphan sweep incomplete; retrying with backoff", "stage", stage, "error", err.Error())
 	return fmt.Errorf("orphan sweep, %s: %w", stage, err)
 }
@@ -198,7 +199,7 @@ func (r *SweepReconciler) reap(ctx context.Context, orphans []orphan) error {
 				errs[i] = fmt.Errorf("removing %s: %w", o.Name, err)
 				return
 			}
-			lifetimeMetrics.orphansReaped.WithLabelValues(o.kind).Inc()
+			sweepMetrics.orphansReaped.WithLabelValues(o.kind).Inc()
 			log.Info("Reaped orphan container", "kind", o.kind, "container", o.Name, "id", o.ID,
 				"labels", o.Labels, "age", o.age.Round(time.Second), "state", o.State)
 		})

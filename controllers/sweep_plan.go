@@ -36,7 +36,7 @@ func (p *sweepPlan) consider(c dd.ContainerSummary, kind string, missingSince ti
 	}
 	if left := deadline.Sub(p.now); left > 0 {
 		p.waiting++
-		p.next = soonest(p.next, left)
+		p.next = Soonest(p.next, left)
 		return
 	}
 	p.reap = append(p.reap, orphan{ContainerSummary: c, kind: kind, age: p.now.Sub(c.CreatedAt)})

@@ -36,7 +36,7 @@ func (r *SweepReconciler) planPools(ctx context.Context, p *sweepPlan, all []dd.
 		return err
 	}
 	for _, m := range members {
-		if isMemberName(m.Name) && !pools[m.Labels[host.LabelPoolUID]] || !isMemberName(m.Name) && !claimed[m.ID] {
+		if host.IsMemberName(m.Name) && !pools[m.Labels[host.LabelPoolUID]] || !host.IsMemberName(m.Name) && !claimed[m.ID] {
 			p.consider(m, orphanPool, m.CreatedAt)
 		}
 	}

@@ -17,6 +17,7 @@ import (
 
 	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
 	dd "github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver"
+	"github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver/eventhub"
 	"github.com/roboco-sandbox/sandbox-controller/internal/host"
 )
 
@@ -30,11 +31,11 @@ func (r *SweepReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	r.legacyOwners = map[string]bool{}
 	r.ownerMissing = map[string]time.Time{}
-	if r.events == nil {
-		r.events = newHostEvents(r.Driver)
+	if r.Events == nil {
+		r.Events = eventhub.NewShared(r.Driver)
 	}
-	if r.identity == nil {
-		r.identity = host.NewIdentity(r.Driver, host.DefaultIdentitySettle)
+	if r.Identity == nil {
+		r.Identity = host.NewIdentity(r.Driver, host.DefaultIdentitySettle)
 	}
 	toSweep := func(context.Context, *sandboxv1.Sandbox) []reconcile.Request {
 		return []reconcile.Request{sweepRequest}
@@ -46,17 +47,17 @@ func (r *SweepReconciler) SetupWithManager(mgr ctrl.Manager) error {
 			handler.TypedEnqueueRequestsFromMapFunc(toSweep),
 			predicate.TypedFuncs[*sandboxv1.Sandbox]{
 				DeleteFunc: func(e event.TypedDeleteEvent[*sandboxv1.Sandbox]) bool {
-					return e.Object.Spec.DockerHost == r.scope.name
+					return e.Object.Spec.DockerHost == r.Scope.Name
 				},
 				CreateFunc:  func(event.TypedCreateEvent[*sandboxv1.Sandbox]) bool { return false },
 				UpdateFunc:  func(event.TypedUpdateEvent[*sandboxv1.Sandbox]) bool { return false },
 				GenericFunc: func(event.TypedGenericEvent[*sandboxv1.Sandbox]) bool { return false },
 			})).
 		WatchesRawSource(source.Func(r.startTriggers)).
-		WithLogConstructor(hostLogger(mgr, "sandbox-sweep", r.scope.name)).
+		WithLogConstructor(HostLogger(mgr, "sandbox-sweep", r.Scope.Name)).
 		WithOptions(controller.Options{
 			SkipNameValidation:      ptr.To(true),
-			NeedLeaderElection:      ptr.To(r.scope.leaderOnly),
+			NeedLeaderElection:      ptr.To(r.Scope.LeaderOnly),
 			MaxConcurrentReconciles: 1,
 			RateLimiter:             workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](time.Second, r.Options.SweepInterval),
 		}).
@@ -68,7 +69,7 @@ func (r *SweepReconciler) SetupWithManager(mgr ctrl.Manager) error {
 // bring a legacy owner's grace period to its end. Started with the controller,
 // so only on the leader.
 func (r *SweepReconciler) startTriggers(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
-	events, err := r.events.subscribe(ctx, "sweep", sweepBuffer)
+	events, err := r.Events.Subscribe(ctx, "sweep", sweepBuffer)
 	if err != nil {
 		return err
 	}
@@ -79,13 +80,13 @@ func (r *SweepReconciler) startTriggers(ctx context.Context, q workqueue.TypedRa
 			switch {
 			case ev.Type == dd.EventLost:
 				r.stream.lost()
-				r.identity.Forget()
+				r.Identity.Forget()
 				log.Info("Docker events lost: sweeps remove nothing until the stream resyncs")
 			case ev.Type == dd.EventResync:
 				r.stream.resynced()
 				q.Add(sweepRequest)
 			case ev.Type != dd.EventDie && ev.Type != dd.EventDestroy:
-			case isSandboxContainer(ev.Labels) || r.isLegacyOwner(ev.Name):
+			case host.IsSandboxContainer(ev.Labels) || r.isLegacyOwner(ev.Name):
 				q.AddAfter(sweepRequest, sweepDebounce)
 			}
 		}
@@ -93,7 +94,7 @@ func (r *SweepReconciler) startTriggers(ctx context.Context, q workqueue.TypedRa
 	go func() {
 		q.Add(sweepRequest)
 		for {
-			t := time.NewTimer(jitter(r.Options.SweepInterval))
+			t := time.NewTimer(Jitter(r.Options.SweepInterval))
 			select {
 			case <-ctx.Done():
 				t.Stop()

@@ -10,28 +10,9 @@ import (
 
 	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
 	dd "github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver"
-	"github.com/roboco-sandbox/sandbox-controller/internal/engine"
+	"github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver/eventhub"
 	"github.com/roboco-sandbox/sandbox-controller/internal/host"
 )
-
-// containerNameIndex indexes Sandboxes by the names of their service containers, so
-// the destroy of a container holding one finds the Sandbox waiting for it.
-const containerNameIndex = "sandbox.roboco.io/container-name"
-
-// indexContainerNames is the containerNameIndex function.
-func indexContainerNames(obj client.Object) []string {
-	sb, ok := obj.(*sandboxv1.Sandbox)
-	if !ok {
-		return nil
-	}
-	var names []string
-	for _, svc := range sb.Spec.Services {
-		if e, ok := engine.Lookup(string(svc.Engine)); ok {
-			names = append(names, onHost(sb.Spec.DockerHost, engine.ContainerName(e, sb.Spec.AgentID)))
-		}
-	}
-	return names
-}
 
 // watchBuffer bounds the events waiting for the Sandbox watch; past it the watch
 // loses events and re-queues every Sandbox once it catches up.
@@ -39,8 +20,8 @@ const watchBuffer = 4096
 
 // setupDockerWatch adds the Docker event watch of the reconciler's host to the manager.
 func (r *SandboxReconciler) setupDockerWatch(mgr ctrl.Manager) error {
-	return mgr.Add(&dockerWatch{events: r.events, own: r.own, reader: mgr.GetCache(), enqueue: r.enqueue, host: r.scope.name, leaderOnly: r.scope.leaderOnly,
-		enqueuePool: func(k types.NamespacedName) { r.pokePool(k) }, forgetHost: r.identity.Forget})
+	return mgr.Add(&dockerWatch{events: r.Events, own: r.own, reader: mgr.GetCache(), enqueue: r.Enqueue, host: r.Scope.Name, leaderOnly: r.Scope.LeaderOnly,
+		enqueuePool: func(k types.NamespacedName) { r.PokePool(k) }, forgetHost: r.Identity.Forget})
 }
 
 // dockerWatch turns Docker container events into reconcile requests, so a container
@@ -54,7 +35,7 @@ func (r *SandboxReconciler) setupDockerWatch(mgr ctrl.Manager) error {
 // the informer cache: a map lookup per event. Events of this manager's own actions
 // re-queue nothing (ownActions): a pass that failed waits for its backoff.
 type dockerWatch struct {
-	events *hostEvents
+	events *eventhub.Shared
 	own    *ownActions
 	// host is the DockerHost the events come from: names are looked up on it.
 	host       string
@@ -73,7 +54,7 @@ func (w *dockerWatch) NeedLeaderElection() bool { return w.leaderOnly }
 
 func (w *dockerWatch) Start(ctx context.Context) error {
 	log := logf.FromContext(ctx).WithName("docker-events")
-	events, err := w.events.subscribe(ctx, "sandbox", watchBuffer)
+	events, err := w.events.Subscribe(ctx, "sandbox", watchBuffer)
 	if err != nil {
 		return err
 	}
@@ -91,7 +72,7 @@ func (w *dockerWatch) Start(ctx context.Context) error {
 			w.forgetHost()
 		case ev.Labels[host.LabelPoolUID] != "":
 			w.poolEvent(ctx, ev)
-		case isSandboxContainer(ev.Labels):
+		case host.IsSandboxContainer(ev.Labels):
 			if key, ok := sandboxKey(ev.Labels); ok && !w.own.caused(ev) {
 				w.enqueue(key)
 			}
@@ -110,11 +91,11 @@ func (w *dockerWatch) poolEvent(ctx context.Context, ev dd.Event) {
 		return
 	}
 	w.enqueuePool(types.NamespacedName{Namespace: ev.Labels[host.LabelNamespace], Name: ev.Labels[host.LabelPool]})
-	if ev.Type == dd.EventDestroy || isMemberName(ev.Name) {
+	if ev.Type == dd.EventDestroy || host.IsMemberName(ev.Name) {
 		return // a destroy re-queued the Sandboxes of its name already
 	}
 	var list sandboxv1.SandboxList
-	if err := w.reader.List(ctx, &list, client.MatchingFields{containerNameIndex: onHost(w.host, ev.Name)}, client.UnsafeDisableDeepCopy); err != nil {
+	if err := w.reader.List(ctx, &list, client.MatchingFields{ContainerName: OnHost(w.host, ev.Name)}, client.UnsafeDisableDeepCopy); err != nil {
 		logf.FromContext(ctx).Error(err, "Looking up the Sandboxes of a container name", "container", ev.Name)
 		return
 	}
@@ -128,7 +109,7 @@ func (w *dockerWatch) poolEvent(ctx context.Context, ev dd.Event) {
 // container belonged to.
 func (w *dockerWatch) enqueueWaiting(ctx context.Context, ev dd.Event) {
 	var list sandboxv1.SandboxList
-	if err := w.reader.List(ctx, &list, client.MatchingFields{containerNameIndex: onHost(w.host, ev.Name)}, client.UnsafeDisableDeepCopy); err != nil {
+	if err := w.reader.List(ctx, &list, client.MatchingFields{ContainerName: OnHost(w.host, ev.Name)}, client.UnsafeDisableDeepCopy); err != nil {
 		logf.FromContext(ctx).Error(err, "Looking up the Sandboxes of a container name", "container", ev.Name)
 		return
 	}
@@ -146,7 +127,7 @@ func (w *dockerWatch) enqueueOwned(ctx context.Context, name string) {
 	}
 	var list sandboxv1.SandboxList
 	// Note: read-only use of cached objects; no copy per event of every container.
-	if err := w.reader.List(ctx, &list, client.MatchingFields{ownerIndex: onHost(w.host, name)}, client.UnsafeDisableDeepCopy); err != nil {
+	if err := w.reader.List(ctx, &list, client.MatchingFields{Owner: OnHost(w.host, name)}, client.UnsafeDisableDeepCopy); err != nil {
 		logf.FromContext(ctx).Error(err, "Looking up the Sandboxes of an owner container", "owner", name)
 		return
 	}
@@ -156,7 +137,7 @@ func (w *dockerWatch) enqueueOwned(ctx context.Context, name string) {
 }
 
 func (w *dockerWatch) enqueueAll(ctx context.Context) {
-	keys, err := boundTo(ctx, w.reader, w.host)
+	keys, err := BoundTo(ctx, w.reader, w.host)
 	if err != nil {
 		logf.FromContext(ctx).Error(err, "Listing Sandboxes after an event stream resync")
 		return

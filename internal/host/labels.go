@@ -1,6 +1,9 @@
 package host
 
-import "strconv"
+import (
+	"strconv"
+	"strings"
+)
 
 // Labels on every service container. The first two are upstream's, so its janitor
 // and ours agree on what a sandbox container is; the UID label is what proves a
@@ -41,3 +44,15 @@ func Restarts(labels map[string]string) int32 {
 	n, _ := strconv.Atoi(labels[LabelRestarts])
 	return int32(n)
 }
+
+// IsSandboxContainer says whether labels mark one of upstream's or our sandbox containers.
+func IsSandboxContainer(labels map[string]string) bool {
+	return labels[LabelSandbox] == LabelSandboxTrue
+}
+
+// MemberPrefix starts every unclaimed pool member's name: no agent resolves it
+// to a Sandbox's service (those are roboco-sandbox-<slug>-<agentID>).
+const MemberPrefix = "sandboxpool-"
+
+// IsMemberName says whether name is an unclaimed pool member's.
+func IsMemberName(name string) bool { return strings.HasPrefix(name, MemberPrefix) }

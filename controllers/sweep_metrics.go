@@ -5,18 +5,12 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 )
 
-// lifetimeMetrics count what ends Sandboxes and their containers other than a
-// user's delete: owners gone and orphan sweeps.
-var lifetimeMetrics = struct {
-	ownerGoneDeletions prometheus.Counter
-	orphansReaped      *prometheus.CounterVec
-	sweepErrors        *prometheus.CounterVec
-	sweepSeconds       prometheus.Histogram
+// sweepMetrics count what the orphan sweep removes, its errors and its time.
+var sweepMetrics = struct {
+	orphansReaped *prometheus.CounterVec
+	sweepErrors   *prometheus.CounterVec
+	sweepSeconds  prometheus.Histogram
 }{
-	ownerGoneDeletions: prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "sandbox_owner_gone_deletions_total",
-		Help: "Sandboxes deleted because their owner container was gone for the grace period.",
-	}),
 	orphansReaped: prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "sandbox_orphans_reaped_total",
 		Help: "Containers removed by the orphan sweep, by kind: uid (its Sandbox is gone) or legacy (upstream's labels only, owner gone).",
@@ -33,9 +27,8 @@ var lifetimeMetrics = struct {
 }
 
 func init() {
-	ctrlmetrics.Registry.MustRegister(lifetimeMetrics.ownerGoneDeletions, lifetimeMetrics.orphansReaped,
-		lifetimeMetrics.sweepErrors, lifetimeMetrics.sweepSeconds)
+	ctrlmetrics.Registry.MustRegister(sweepMetrics.orphansReaped, sweepMetrics.sweepErrors, sweepMetrics.sweepSeconds)
 	for _, kind := range []string{orphanUID, orphanLegacy} {
-		lifetimeMetrics.orphansReaped.WithLabelValues(kind)
+		sweepMetrics.orphansReaped.WithLabelValues(kind)
 	}
 }
