@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"github.com/roboco-sandbox/sandbox-controller/controllers/sandbox"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
@@ -13,7 +14,7 @@ import (
 // SecretLabel's value (a Sandbox's UID, or its name as older releases wrote it);
 // no cached object keeps its managedFields.
 func CacheOptions() cache.Options {
-	ours, err := labels.NewRequirement(SecretLabel, selection.Exists, nil)
+	ours, err := labels.NewRequirement(sandbox.SecretLabel, selection.Exists, nil)
 	if err != nil {
 		panic(err) // a constant key
 	}

@@ -14,9 +14,17 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
+	"github.com/roboco-sandbox/sandbox-controller/controllers/dockerhost"
+	"github.com/roboco-sandbox/sandbox-controller/controllers/sandbox"
+	"github.com/roboco-sandbox/sandbox-controller/controllers/sandboxpool"
+	"github.com/roboco-sandbox/sandbox-controller/controllers/sweep"
 	dd "github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver"
 	"github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver/eventhub"
 	"github.com/roboco-sandbox/sandbox-controller/internal/host"
+	"github.com/roboco-sandbox/sandbox-controller/internal/index"
+	"github.com/roboco-sandbox/sandbox-controller/internal/kit"
+	"github.com/roboco-sandbox/sandbox-controller/internal/lease"
+	"github.com/roboco-sandbox/sandbox-controller/internal/poolkey"
 )
 
 // fleet runs one set of controllers per Docker host (hostSet): the Sandbox and
@@ -27,12 +35,12 @@ import (
 type fleet struct {
 	mgr   ctrl.Manager
 	setup Setup
-	live  *Passes
-	keys  *Keys
+	live  *kit.Passes
+	keys  *poolkey.Keys
 
 	// leases share the hosts among replicas (nil: this manager drives every host,
 	// its controllers on the elected leader only).
-	leases *Table
+	leases *lease.Table
 
 	// taken tells the DockerHost controller of a host this replica took.
 	taken chan event.TypedGenericEvent[*sandboxv1.DockerHost]
@@ -47,9 +55,9 @@ type hostSet struct {
 	// driver is the host's driver as its controllers use it (fenced by its Lease
 	// when hosts are shared); raw reads the host from any replica.
 	driver, raw dd.Driver
-	pools       *PoolReconciler
+	pools       *sandboxpool.Reconciler
 	identity    *host.Identity
-	sandboxes   *SandboxReconciler
+	sandboxes   *sandbox.Reconciler
 	// endpoint and tlsVersion are what the driver was dialled with (empty for
 	// the manager's own host): a change re-dials through sw.
 	endpoint, tlsVersion string
@@ -57,7 +65,7 @@ type hostSet struct {
 }
 
 // AddDialled sets up a DockerHost's controllers on a driver dialled from its spec.
-func (f *fleet) AddDialled(name string, driver dd.Driver, endpoint, tlsVersion string) (DrivenHost, error) {
+func (f *fleet) AddDialled(name string, driver dd.Driver, endpoint, tlsVersion string) (dockerhost.DrivenHost, error) {
 	sw := dd.NewSwitch(driver)
 	hs, err := f.add(name, sw)
 	if err != nil {
@@ -76,13 +84,13 @@ func (hs *hostSet) Redial(driver dd.Driver, endpoint, tlsVersion string) {
 }
 
 func newFleet(mgr ctrl.Manager, s Setup) (*fleet, error) {
-	f := &fleet{mgr: mgr, setup: s, live: NewPasses(), hosts: map[string]*hostSet{},
+	f := &fleet{mgr: mgr, setup: s, live: kit.NewPasses(), hosts: map[string]*hostSet{},
 		taken: make(chan event.TypedGenericEvent[*sandboxv1.DockerHost], 1024),
-		keys:  New(mgr.GetClient(), mgr.GetAPIReader(), mgr.GetScheme())}
-	if err := Register(mgr, s.Options); err != nil {
+		keys:  poolkey.New(mgr.GetClient(), mgr.GetAPIReader(), mgr.GetScheme())}
+	if err := index.Register(mgr, s.Options); err != nil {
 		return nil, err
 	}
-	if err := RegisterStatusCollector(mgr.GetCache(), mgr.Elected()); err != nil {
+	if err := sandbox.RegisterStatusCollector(mgr.GetCache(), mgr.Elected()); err != nil {
 		return nil, err
 	}
 	// Liveness is the manager's own health: no pass stuck (Docker calls have deadlines).
@@ -90,7 +98,7 @@ func newFleet(mgr ctrl.Manager, s Setup) (*fleet, error) {
 		return nil, err
 	}
 	if s.Leases != nil {
-		f.leases = NewTable(*s.Leases, mgr.GetClient(), mgr.GetAPIReader())
+		f.leases = lease.NewTable(*s.Leases, mgr.GetClient(), mgr.GetAPIReader())
 		f.leases.Hosts = f.hostNames
 		f.leases.OnAcquire = func(name string) { f.wake(context.Background(), name) }
 		f.leases.OnLose = func(string) {}
@@ -115,27 +123,27 @@ func (f *fleet) add(name string, driver dd.Driver) (*hostSet, error) {
 		settle = host.DefaultIdentitySettle
 	}
 	raw := driver
-	scope := Scope{Name: name, LeaderOnly: f.leases == nil}
+	scope := lease.Scope{Name: name, LeaderOnly: f.leases == nil}
 	if f.leases != nil {
 		scope.Holds = func() bool { return f.leases.Holds(name) }
-		driver = Fenced{Driver: raw, Holds: scope.Holds}
+		driver = lease.Fenced{Driver: raw, Holds: scope.Holds}
 	}
 	events := eventhub.NewShared(driver)
 	identity := host.NewIdentity(driver, settle)
-	sandboxes := &SandboxReconciler{Client: f.mgr.GetClient(), Driver: driver, Options: s.Options, Scope: scope,
+	sandboxes := &sandbox.Reconciler{Client: f.mgr.GetClient(), Driver: driver, Options: s.Options, Scope: scope,
 		MaxConcurrentReconciles: s.MaxConcurrentReconciles, Events: events, Identity: identity, Observe: s.ObservePass,
 		PoolKeys: f.keys, Live: f.live}
 	if err := sandboxes.SetupWithManager(f.mgr); err != nil {
 		return nil, fmt.Errorf("setting up the Sandbox controller of Docker host %s: %w", name, err)
 	}
-	pools := &PoolReconciler{Client: f.mgr.GetClient(), Sandboxes: sandboxes, Options: s.Options, Host: sandboxes.Host, Keys: f.keys, Scope: scope}
+	pools := &sandboxpool.Reconciler{Client: f.mgr.GetClient(), Sandboxes: sandboxes, Options: s.Options, Host: sandboxes.Host, Keys: f.keys, Scope: scope}
 	if err := pools.SetupWithManager(f.mgr, s.Options.PoolRefills); err != nil {
 		return nil, fmt.Errorf("setting up the SandboxPool controller of Docker host %s: %w", name, err)
 	}
 	sandboxes.PokePool = pools.Poke
 	if s.Sweep {
-		sweep := &SweepReconciler{Driver: driver, Options: s.Options, Events: events, Identity: identity, Scope: scope}
-		if err := sweep.SetupWithManager(f.mgr); err != nil {
+		sr := &sweep.Reconciler{Driver: driver, Options: s.Options, Events: events, Identity: identity, Scope: scope}
+		if err := sr.SetupWithManager(f.mgr); err != nil {
 			return nil, fmt.Errorf("setting up the orphan sweep of Docker host %s: %w", name, err)
 		}
 	}
@@ -148,7 +156,7 @@ func (f *fleet) add(name string, driver dd.Driver) (*hostSet, error) {
 func (f *fleet) Holds(name string) bool { return f.leases == nil || f.leases.Holds(name) }
 
 // Host is the host name's controllers, if this manager drives it yet.
-func (f *fleet) Host(name string) (DrivenHost, bool) {
+func (f *fleet) Host(name string) (dockerhost.DrivenHost, bool) {
 	if hs, ok := f.get(name); ok {
 		return hs, true
 	}
@@ -200,7 +208,7 @@ func (f *fleet) wake(ctx context.Context, name string) {
 		return // its controllers, set up later, list what is bound to it
 	}
 	hs.identity.Forget()
-	keys, err := BoundTo(ctx, f.mgr.GetClient(), name)
+	keys, err := index.BoundTo(ctx, f.mgr.GetClient(), name)
 	if err != nil {
 		logf.FromContext(ctx).Error(err, "Listing the Sandboxes of a Docker host taken over", "dockerHost", name)
 	}
@@ -208,7 +216,7 @@ func (f *fleet) wake(ctx context.Context, name string) {
 		hs.sandboxes.Enqueue(k)
 	}
 	var pools sandboxv1.SandboxPoolList
-	if err := f.mgr.GetClient().List(ctx, &pools, client.MatchingFields{DockerHost: name}); err == nil {
+	if err := f.mgr.GetClient().List(ctx, &pools, client.MatchingFields{index.DockerHost: name}); err == nil {
 		for i := range pools.Items {
 			hs.pools.Poke(types.NamespacedName{Namespace: pools.Items[i].Namespace, Name: pools.Items[i].Name})
 		}

@@ -12,7 +12,11 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
+	"github.com/roboco-sandbox/sandbox-controller/controllers/dockerhost"
+	"github.com/roboco-sandbox/sandbox-controller/controllers/placement"
 	dd "github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver"
+	"github.com/roboco-sandbox/sandbox-controller/internal/lease"
+	"github.com/roboco-sandbox/sandbox-controller/internal/options"
 )
 
 // instanceTimeout bounds reading the cluster's identity at start-up.
@@ -20,7 +24,7 @@ const instanceTimeout = 30 * time.Second
 
 // Setup says how the controllers of one Docker host run.
 type Setup struct {
-	Options Options
+	Options options.Options
 	// MaxConcurrentReconciles bounds the Sandbox workers (0: the default).
 	MaxConcurrentReconciles int
 	// Sweep runs the orphan sweep.
@@ -34,7 +38,7 @@ type Setup struct {
 	DockerHostName, DockerEndpoint string
 	// Leases, when set, share the Docker hosts among manager replicas, one Lease
 	// per DockerHost; unset, the elected leader drives every host.
-	Leases *Config
+	Leases *lease.Config
 	// UserAgent is what the manager calls itself to the DockerHosts it dials (the
 	// daemons' logs then say which replica asked).
 	UserAgent string
@@ -87,14 +91,14 @@ func (s Setup) AddToManager(mgr ctrl.Manager, driver dd.Driver) error {
 			return err
 		}
 	}
-	pl := &Placer{Client: mgr.GetClient(), API: mgr.GetAPIReader(), Drivers: f, Options: s.Options}
+	pl := &placement.Reconciler{Client: mgr.GetClient(), API: mgr.GetAPIReader(), Drivers: f, Options: s.Options}
 	if err := pl.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up placement: %w", err)
 	}
-	if err := (PoolPlacer{pl}).SetupWithManager(mgr); err != nil {
+	if err := (placement.PoolReconciler{Reconciler: pl}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up pool placement: %w", err)
 	}
-	hosts := &DockerHostReconciler{Client: mgr.GetClient(), API: mgr.GetAPIReader(), Fleet: f, Options: s.Options, UserAgent: s.UserAgent,
+	hosts := &dockerhost.Reconciler{Client: mgr.GetClient(), API: mgr.GetAPIReader(), Fleet: f, Options: s.Options, UserAgent: s.UserAgent,
 		Implicit: implicit, Dial: s.Dial}
 	if err := hosts.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the DockerHost controller: %w", err)

@@ -38,7 +38,7 @@ type Warm struct {
 
 // Claiming says whether a claim is in flight on the host. A refill's start
 // (initdb for postgres) takes the CPU a claim's rotation needs, so refills wait
-// while one runs (see PoolReconciler.create).
+// while one runs (see sandboxpool.Reconciler.create).
 func (w *Warm) Claiming() bool { return w.claims.Load() > 0 }
 
 // NewWarm is an empty index.

@@ -1,0 +1,112 @@
+package sandbox
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+
+	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
+	dd "github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver"
+	"github.com/roboco-sandbox/sandbox-controller/internal/host"
+	"github.com/roboco-sandbox/sandbox-controller/internal/kit"
+)
+
+// A container Docker cannot remove (dead, its root filesystem still mounted after a
+// daemon restart during its exit) is retried on its own backoff, never the
+// Sandbox's: it must not hold the service back, nor make its other retries wait.
+
+// asideRetry is the memory of a container Docker would not remove: how many
+// removals failed, and when the next one is due.
+type asideRetry struct {
+	failures int
+	due      time.Time
+}
+
+// asideDue is how long until the next removal of container id is due (0: now).
+func (m *memory) asideDue(sb *sandboxv1.Sandbox, id string, now time.Time) time.Duration {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if a, ok := m.of(sb).aside[id]; ok && a.due.After(now) {
+		return a.due.Sub(now)
+	}
+	return 0
+}
+
+// asideFailed records a failed removal of container id and returns when the next
+// is due: retryBackoff, counted per container.
+func (m *memory) asideFailed(sb *sandboxv1.Sandbox, id string, now time.Time) time.Duration {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	rec := m.of(sb)
+	a := rec.aside[id]
+	if a == nil {
+		a = &asideRetry{}
+		rec.aside[id] = a
+	}
+	wait := kit.Jitter(host.Delay(kit.RetryBackoff, a.failures))
+	a.failures++
+	a.due = now.Add(wait)
+	return wait
+}
+
+// asideGone forgets a container that is removed.
+func (m *memory) asideGone(sb *sandboxv1.Sandbox, id string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.of(sb).aside, id)
+}
+
+// retire removes c, a container that no longer serves w's service (outdated,
+// exited, rolled out). When Docker cannot remove it and it holds the service's
+// name, it is renamed aside (a Warning says so) and removed later (removeAside);
+// holding another name, it is left where it is, retried on its own backoff. done
+// says c is out of the service's way now; an error is one the service waits on.
+func (r *Reconciler) retire(ctx context.Context, w serviceWork, c dd.ContainerSummary, res *serviceResult) (done bool, err error) {
+	now := time.Now()
+	if wait := r.memory.asideDue(w.sb, c.ID, now); wait > 0 && c.Name != w.svc.Container.Name {
+		res.after(wait)
+		return false, nil
+	}
+	got, err := r.Host.Retire(ctx, c, w.svc.Container.Name)
+	switch {
+	case err != nil:
+		return false, err
+	case got.Stuck == nil:
+		r.memory.asideGone(w.sb, c.ID)
+		return true, nil
+	}
+	wait := r.memory.asideFailed(w.sb, c.ID, now)
+	res.after(wait)
+	if got.Aside == "" {
+		logf.FromContext(ctx).Info("Docker cannot remove a container of the service; retrying", "container", c.Name,
+			"error", got.Stuck.Error(), "retryIn", wait.Round(time.Second))
+		return false, nil
+	}
+	res.warn(sandboxv1.EventSetAside, fmt.Sprintf("%s: Docker cannot remove container %s (%v): renamed it %s to free its name; it is removed once Docker can",
+		w.svc.Engine.Name(), c.Name, got.Stuck, got.Aside))
+	return true, nil
+}
+
+// removeAside removes the containers set aside for w's service once Docker can,
+// each on its own backoff; until then they are left alone.
+func (r *Reconciler) removeAside(ctx context.Context, w serviceWork, aside []dd.ContainerSummary, res *serviceResult) {
+	now := time.Now()
+	for _, c := range aside {
+		if wait := r.memory.asideDue(w.sb, c.ID, now); wait > 0 {
+			res.after(wait)
+			continue
+		}
+		if err := r.Host.Remove(ctx, c.ID); err != nil {
+			wait := r.memory.asideFailed(w.sb, c.ID, now)
+			res.after(wait)
+			logf.FromContext(ctx).Info("A container set aside still cannot be removed; retrying", "container", c.Name,
+				"error", err.Error(), "retryIn", wait.Round(time.Second))
+			continue
+		}
+		r.memory.asideGone(w.sb, c.ID)
+		res.event(sandboxv1.EventAsideRemoved, fmt.Sprintf("%s: removed container %s, set aside when Docker could not remove it",
+			w.svc.Engine.Name(), c.Name))
+	}
+}

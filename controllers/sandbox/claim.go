@@ -1,0 +1,119 @@
+package sandbox
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
+	"github.com/roboco-sandbox/sandbox-controller/internal/chaosplant"
+	"github.com/roboco-sandbox/sandbox-controller/internal/claim"
+	dd "github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver"
+	"github.com/roboco-sandbox/sandbox-controller/internal/host"
+)
+
+// claimService serves the service with a ready member of a matching pool in the
+// Sandbox's namespace, when the Sandbox allows it and there is one: record the
+// claim, rename the member, rotate its password to the Sandbox's. claimed is
+// false when nothing was claimed (the caller provisions cold).
+func (r *Reconciler) claimService(ctx context.Context, w serviceWork, res serviceResult) (serviceResult, bool) {
+	if !r.mayClaim(w) {
+		return res, false
+	}
+	e := w.svc.Engine.Name()
+	var names []string
+	if p := w.sb.Spec.Pools; p != nil {
+		names = p.Names
+	}
+	m, ok := r.Host.Warm().Take(w.sb.Namespace, host.ClassHash(w.svc.Container), names)
+	if !ok {
+		sandboxMetrics.claims.WithLabelValues(e, "miss").Inc()
+		return res, false
+	}
+	start := time.Now()
+	defer r.PokePool(types.NamespacedName{Namespace: m.Namespace, Name: m.Pool})
+	rec := claim.Record{ID: m.ID, Credentials: host.CredentialsHash(w.svc.Password)}
+	if err := r.recordClaim(ctx, w.sb, e, rec); err != nil {
+		// Note: nothing renamed yet, but the member may be recorded: it is not offered again.
+		_ = r.Host.Remove(ctx, m.ID)
+		res.containers = part{reason: sandboxv1.ReasonCreating, message: fmt.Sprintf("recording the claim of a pool member failed: %v; retrying", err)}
+		res.after(retryLater(ctx))
+		return res, true
+	}
+	chaosplant.CrashAfter(chaosplant.AfterClaimRecorded)
+	got, err := r.Host.Claim(ctx, w.svc, m)
+	switch {
+	case got.Taken != nil:
+		// Note: the member is this Sandbox's by its record, and still named as a member.
+		_ = r.Host.Remove(ctx, m.ID)
+		return r.nameConflict(ctx, res, got.Taken), true
+	case err != nil:
+		return res.dockerFailed(ctx, err, "claiming pool member "+m.Name), true
+	}
+	sandboxMetrics.claims.WithLabelValues(e, "hit").Inc()
+	sandboxMetrics.claimSeconds.WithLabelValues(e).Observe(time.Since(start).Seconds())
+	res.event(sandboxv1.EventClaimed, fmt.Sprintf("%s: claimed a warm member of pool %s as %s in %s; its password is the Sandbox's",
+		e, m.Pool, w.svc.Container.Name, time.Since(start).Round(time.Millisecond)))
+	return r.claimedReady(w, got.Container, res), true
+}
+
+// mayClaim: the Sandbox does not opt out, and the service can be served by a
+// member (no network move needed).
+func (r *Reconciler) mayClaim(w serviceWork) bool {
+	if p := w.sb.Spec.Pools; p != nil && p.Policy == sandboxv1.PoolPolicyNever {
+		return false
+	}
+	return host.Claimable(w.svc)
+}
+
+// claimedReady reports a member just claimed: its rotation logged in with the
+// Sandbox's password, and its pool verified its features.
+func (r *Reconciler) claimedReady(w serviceWork, c dd.Container, res serviceResult) serviceResult {
+	res.status.ContainerID = c.ID
+	res.containers, res.probes = okPart(sandboxv1.ReasonRunning), okPart(sandboxv1.ReasonReady)
+	if w.svc.Network == "" {
+		res.status.Host = host.Address(c, w.svc.Network)
+	}
+	res.status.Features = make([]sandboxv1.Feature, len(w.svc.Features))
+	for i, f := range w.svc.Features {
+		res.status.Features[i] = sandboxv1.Feature(f)
+	}
+	res.status.Ready = true
+	return res
+}
+
+// recordClaim writes the claim record on the Sandbox (a merge patch of one
+// annotation: services claiming at once do not conflict), then remembers it until
+// the cache shows it.
+func (r *Reconciler) recordClaim(ctx context.Context, sb *sandboxv1.Sandbox, engine string, rec claim.Record) error {
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{
+		sandboxv1.AnnotationClaimPrefix + engine: rec.String()}}})
+	if err != nil {
+		return err
+	}
+	target := &sandboxv1.Sandbox{}
+	target.Namespace, target.Name = sb.Namespace, sb.Name
+	if err := r.Patch(ctx, target, client.RawPatch(types.MergePatchType, patch)); err != nil {
+		return err
+	}
+	r.claims.Add(sb.UID, engine, rec)
+	return nil
+}
+
+// rotateClaimed finishes a claim a crash interrupted after the rename: the
+// member's password, from its pool's key, is rotated to the Sandbox's again (a
+// repeat is harmless). passed false with detail when it could not be.
+func (r *Reconciler) rotateClaimed(ctx context.Context, w serviceWork, c dd.Container, addr string) (passed bool, detail string) {
+	memberPassword, err := r.PoolKeys.MemberPassword(ctx, w.sb.Namespace, c.Labels)
+	if err != nil {
+		return false, err.Error()
+	}
+	if detail := r.Host.Rotate(ctx, w.svc, c.ID, memberPassword, addr); detail != "" {
+		return false, detail
+	}
+	return true, ""
+}

@@ -1,0 +1,63 @@
+package sandbox
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
+	dd "github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver"
+	"github.com/roboco-sandbox/sandbox-controller/internal/host"
+)
+
+// staleRetry is how soon a service is looked at again after its name was freed.
+const staleRetry = 10 * time.Millisecond
+
+// nameConflict decides about a container that holds the service's name without our
+// UID: stale (its Sandbox is gone) → removed; otherwise never touched.
+func (r *Reconciler) nameConflict(ctx context.Context, res serviceResult, conflict *dd.ConflictError) serviceResult {
+	existing := conflict.Existing
+	key, named := sandboxKey(existing.Labels)
+	uid := existing.Labels[host.LabelUID]
+	if instance := existing.Labels[host.LabelInstance]; named && uid != "" && !r.Options.Judges(instance) {
+		return res.conflict(fmt.Sprintf(
+			"container name %s is taken by container %s of another control plane (instance %q, this one is %q); it is never touched: use another agentID "+
+				"(or, if %q was this control plane's earlier name, list it in --legacy-instances)",
+			conflict.Name, dd.ShortID(existing.ID), instance, r.Options.Instance, instance))
+	}
+	if !named || uid == "" {
+		return res.conflict(fmt.Sprintf(
+			"container name %s is taken by container %s, which carries no Sandbox UID label (a foreign or legacy container); it is never touched: remove it, or let the orphan sweep reap it",
+			conflict.Name, dd.ShortID(existing.ID)))
+	}
+	// Note: read from the API server, not the cache: a Sandbox created a moment ago
+	// must never look gone.
+	other := &sandboxv1.Sandbox{}
+	err := r.APIReader.Get(ctx, key, other)
+	switch {
+	case err != nil && !apierrors.IsNotFound(err):
+		retryIn := retryLater(ctx)
+		res.containers = part{reason: sandboxv1.ReasonCreating, message: fmt.Sprintf("checking who owns %s: %v; retrying in %s",
+			conflict.Name, err, retryIn.Round(time.Second))}
+		return res
+	case err == nil && string(other.UID) == uid:
+		return res.conflict(fmt.Sprintf(
+			"container name %s belongs to Sandbox %s/%s (agentID %s): an agentID can have one Sandbox per Docker host",
+			conflict.Name, other.Namespace, other.Name, other.Spec.AgentID))
+	}
+	if err := r.Host.Remove(ctx, existing.ID); err != nil {
+		return res.dockerFailed(ctx, err, "removing stale container "+conflict.Name)
+	}
+	res.event(sandboxv1.EventStaleRemoved, fmt.Sprintf(
+		"removed stale container %s left by Sandbox %s/%s (uid %s), which no longer exists", conflict.Name, key.Namespace, key.Name, uid))
+	return res.waiting(part{reason: sandboxv1.ReasonCreating, message: "removed a stale container holding " + conflict.Name},
+		"waiting for the container", staleRetry)
+}
+
+// conflict stalls the service on a name it may not take.
+func (res serviceResult) conflict(message string) serviceResult {
+	res.containers = part{reason: sandboxv1.ReasonNameConflict, message: message}
+	return res.stall()
+}

@@ -1,0 +1,89 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+
+	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
+)
+
+// publish is a pass's one write of what it learned: the Secret's hosts when they
+// changed (first, so a client that sees Ready reads a current Secret), then status.
+func (r *Reconciler) publish(ctx context.Context, before, sb *sandboxv1.Sandbox, creds *credentials) error {
+	var err error
+	if creds != nil {
+		err = r.publishSecret(ctx, sb, creds)
+	}
+	return errors.Join(err, r.patchStatus(ctx, before, sb))
+}
+
+// patchStatus writes status through the status subresource, only when it changed.
+func (r *Reconciler) patchStatus(ctx context.Context, before, sb *sandboxv1.Sandbox) error {
+	if equality.Semantic.DeepEqual(before.Status, sb.Status) {
+		return nil
+	}
+	if err := r.Status().Patch(ctx, sb, client.MergeFrom(before)); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("patching status: %w", err)
+	}
+	return nil
+}
+
+// report emits events for milestones and for conditions that turned to a failure,
+// once per transition rather than every pass.
+func (r *Reconciler) report(ctx context.Context, sb *sandboxv1.Sandbox, results []serviceResult, wasReady bool, old map[string]string) {
+	log := logf.FromContext(ctx)
+	for _, res := range results {
+		for _, ev := range res.events {
+			r.Recorder.Eventf(sb, nil, ev.eventType, ev.reason, sandboxv1.ActionReconcile, "%s", ev.message)
+			log.Info("Service event", "engine", res.status.Engine, "reason", ev.reason, "message", ev.message)
+		}
+	}
+	for _, c := range sb.Status.Conditions {
+		if !turnedToFailure(c, old) {
+			continue
+		}
+		sandboxMetrics.failures.WithLabelValues(c.Reason).Inc()
+		r.Recorder.Eventf(sb, nil, corev1.EventTypeWarning, c.Reason, sandboxv1.ActionReconcile, "%s", c.Message)
+		log.Info("Sandbox condition failed", "condition", c.Type, "reason", c.Reason, "message", c.Message)
+	}
+	if !wasReady && isReady(sb) {
+		r.Recorder.Eventf(sb, nil, corev1.EventTypeNormal, sandboxv1.EventProvisioned, sandboxv1.ActionReconcile,
+			"%s ready; credentials in Secret %s", sb.Status.Engines, sb.Status.SecretName)
+		log.Info("Sandbox ready", "services", sb.Status.Engines, "elapsed", time.Since(sb.CreationTimestamp.Time).Round(time.Millisecond))
+	}
+}
+
+// turnedToFailure: a per-stage condition whose reason became a failure this pass
+// (the summary conditions repeat it and are not reported again).
+func turnedToFailure(c metav1.Condition, old map[string]string) bool {
+	switch c.Type {
+	case sandboxv1.ConditionReady, sandboxv1.ConditionReconciling, sandboxv1.ConditionStalled:
+		return false
+	}
+	return c.Status != metav1.ConditionTrue && failureReasons[c.Reason] && old[c.Type] != c.Reason
+}
+
+func isReady(sb *sandboxv1.Sandbox) bool {
+	return meta.IsStatusConditionTrue(sb.Status.Conditions, sandboxv1.ConditionReady)
+}
+
+func conditionReasons(sb *sandboxv1.Sandbox) map[string]string {
+	out := map[string]string{}
+	for _, c := range sb.Status.Conditions {
+		out[c.Type] = c.Reason
+	}
+	return out
+}

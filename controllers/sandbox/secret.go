@@ -1,0 +1,135 @@
+package sandbox
+
+import (
+	"context"
+	"fmt"
+	"maps"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
+	"github.com/roboco-sandbox/sandbox-controller/internal/chaosplant"
+	"github.com/roboco-sandbox/sandbox-controller/internal/engine"
+)
+
+// errSecretConflict says the Secret's name is taken by a Secret this Sandbox does not own.
+type errSecretConflict struct{ name string }
+
+func (e errSecretConflict) Error() string {
+	return fmt.Sprintf("Secret %s exists and is not controlled by this Sandbox: delete or rename it", e.name)
+}
+
+// credentials are a Sandbox's passwords by engine, and the Secret that holds them
+// as it stands on the API server.
+type credentials struct {
+	passwords map[string]string
+	secret    *corev1.Secret
+}
+
+// ensureSecret reads the credentials Secret, or creates it, so that every service's
+// password is stored before any container is made with it. Passwords are created
+// once and never rotated here; only a lost Secret leads to new ones (and, through
+// the containers' fingerprint, to new containers).
+func (r *Reconciler) ensureSecret(ctx context.Context, sb *sandboxv1.Sandbox) (*credentials, error) {
+	key := types.NamespacedName{Namespace: sb.Namespace, Name: sandboxv1.SecretName(sb)}
+	secret := &corev1.Secret{}
+	err := r.APIReader.Get(ctx, key, secret)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return nil, fmt.Errorf("reading Secret %s: %w", key.Name, err)
+	}
+	exists := err == nil
+	if exists && !metav1.IsControlledBy(secret, sb) {
+		return nil, errSecretConflict{name: key.Name}
+	}
+	creds := &credentials{passwords: map[string]string{}, secret: secret}
+	stored := secret.Data
+	if chaosplant.FirstSight(chaosplant.PasswordOnRestart, string(sb.UID)) {
+		stored = nil
+	}
+	for _, svc := range sb.Spec.Services {
+		e, ok := engine.Lookup(string(svc.Engine))
+		if !ok {
+			continue
+		}
+		if creds.passwords[e.Name()] = string(stored[e.PasswordKey()]); creds.passwords[e.Name()] == "" {
+			if creds.passwords[e.Name()], err = engine.NewPassword(); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if !exists {
+		return creds, r.createSecret(ctx, sb, key, creds)
+	}
+	return creds, r.publishSecret(ctx, sb, creds)
+}
+
+func (r *Reconciler) createSecret(ctx context.Context, sb *sandboxv1.Sandbox, key types.NamespacedName, creds *credentials) error {
+	if sb.Status.SecretName != "" {
+		// It existed: someone deleted it. The new passwords change the containers'
+		// fingerprint, so they are replaced to match.
+		r.Recorder.Eventf(sb, nil, corev1.EventTypeWarning, sandboxv1.EventSecretRecreated, sandboxv1.ActionReconcile,
+			"Secret %s was deleted: new passwords are made and the service containers replaced to match", key.Name)
+	}
+	creds.secret = &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: key.Name, Namespace: key.Namespace, Labels: map[string]string{SecretLabel: string(sb.UID)}},
+		Type:       corev1.SecretTypeOpaque,
+		Data:       secretData(sb, creds.passwords),
+	}
+	if err := controllerutil.SetControllerReference(sb, creds.secret, r.Scheme); err != nil {
+		return err
+	}
+	if err := r.Create(ctx, creds.secret); err != nil {
+		return fmt.Errorf("creating Secret %s: %w", key.Name, err)
+	}
+	return nil
+}
+
+// publishSecret brings the Secret's data up to date with the passwords and the
+// hosts status holds (on the default bridge, IPs known only after start).
+func (r *Reconciler) publishSecret(ctx context.Context, sb *sandboxv1.Sandbox, creds *credentials) error {
+	data := secretData(sb, creds.passwords)
+	if maps.EqualFunc(creds.secret.Data, data, func(a, b []byte) bool { return string(a) == string(b) }) {
+		return nil
+	}
+	creds.secret.Data = data
+	if err := r.Update(ctx, creds.secret); err != nil {
+		return fmt.Errorf("updating Secret %s: %w", creds.secret.Name, err)
+	}
+	return nil
+}
+
+// secretData is the ROBOCO_TEST_* variables of every service: its password, and its
+// host from status (the container's DNS name until status knows better).
+func secretData(sb *sandboxv1.Sandbox, passwords map[string]string) map[string][]byte {
+	hosts := hostsOf(sb)
+	data := map[string][]byte{}
+	for name, pw := range passwords {
+		e, _ := engine.Lookup(name)
+		host := hosts[name]
+		if host == "" {
+			host = engine.HostName(e, sb.Spec.AgentID)
+		}
+		for k, v := range e.Publish(host, pw) {
+			data[k] = []byte(v)
+		}
+	}
+	return data
+}
+
+// hostsOf returns the hosts to publish that are not names on the service network:
+// IPs of services on Docker's default bridge. (A status written before long names
+// got their alias holds the container name, which is not to be published again.)
+func hostsOf(sb *sandboxv1.Sandbox) map[string]string {
+	hosts := map[string]string{}
+	for _, s := range sb.Status.Services {
+		e, ok := engine.Lookup(string(s.Engine))
+		if s.Host != "" && s.Host != s.ContainerName && (!ok || s.Host != engine.HostName(e, sb.Spec.AgentID)) {
+			hosts[string(s.Engine)] = s.Host
+		}
+	}
+	return hosts
+}

@@ -1,0 +1,69 @@
+package sandbox
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
+	dd "github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver"
+	"github.com/roboco-sandbox/sandbox-controller/internal/host"
+)
+
+// probeService runs one bounded probe, then the feature steps once it passes.
+func (r *Reconciler) probeService(ctx context.Context, w serviceWork, c dd.Container, addr string, res serviceResult) serviceResult {
+	e := w.svc.Engine
+	alreadyAnswered := w.prev.Ready && w.prev.ContainerID == c.ID
+	claimed := c.Labels[host.LabelPoolUID] != ""
+	if !alreadyAnswered {
+		passed, detail := r.Host.Probe(ctx, w.svc, c, addr)
+		if !passed && claimed {
+			// A claim a crash cut short between its rename and its rotation.
+			passed, detail = r.rotateClaimed(ctx, w, c, addr)
+		}
+		sandboxMetrics.probeAttempts.WithLabelValues(e.Name(), map[bool]string{true: "success", false: "failure"}[passed]).Inc()
+		if !passed {
+			return r.probeFailed(ctx, w, c, detail, res)
+		}
+	}
+	// Note: a claimed member's pool verified its features (they are its class).
+	featuresVerified := claimed || alreadyAnswered && slices.Equal(featureStrings(w.prev.Features), w.svc.Features)
+	if len(w.svc.Features) > 0 && !featuresVerified {
+		if msg := r.Host.Activate(ctx, w.svc, c, addr); msg != "" {
+			res.probes = part{reason: sandboxv1.ReasonFeatureVerifyFailed,
+				message: fmt.Sprintf("%s; retrying in %s", msg, retryLater(ctx).Round(time.Second))}
+			return res
+		}
+	}
+	res.status.Features = make([]sandboxv1.Feature, len(w.svc.Features))
+	for i, f := range w.svc.Features {
+		res.status.Features[i] = sandboxv1.Feature(f)
+	}
+	res.status.Ready = true
+	res.probes = okPart(sandboxv1.ReasonReady)
+	if !alreadyAnswered && w.prev.ContainerID == "" && res.status.Restarts == 0 {
+		sandboxMetrics.timeToReady.WithLabelValues(e.Name()).Observe(time.Since(w.sb.CreationTimestamp.Time).Seconds())
+	}
+	return res
+}
+
+// probeFailed says the service has not answered yet, or that it did not answer in
+// time, and paces the next probe accordingly (probeBackoff until the deadline, the
+// Sandbox's backoff after it). The deadline is judged from this
+// manager's attempts on the container (memory.probeFailed), not from its start: a
+// Sandbox that waited in the queue has not been probed for that long.
+func (r *Reconciler) probeFailed(ctx context.Context, w serviceWork, c dd.Container, detail string, res serviceResult) serviceResult {
+	name, deadline := w.svc.Engine.Name(), w.svc.ProbeDeadline
+	timedOut, since, next := r.memory.probeFailed(w.sb, name, c.ID, deadline)
+	if !timedOut {
+		res.probes = part{reason: sandboxv1.ReasonProbing, message: fmt.Sprintf("%s has not answered yet (%s of %s): %s",
+			name, time.Since(since).Round(time.Second), deadline, detail)}
+		res.after(next)
+		return res
+	}
+	// Past the deadline a probe is a retry like any other: it backs off.
+	res.probes = part{reason: sandboxv1.ReasonProbeTimeout, message: fmt.Sprintf("%s did not answer within %s: %s; probing again in %s",
+		name, deadline, detail, retryLater(ctx).Round(time.Second))}
+	return res
+}

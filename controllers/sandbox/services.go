@@ -1,0 +1,132 @@
+package sandbox
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	ctrl "sigs.k8s.io/controller-runtime"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+
+	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
+	dd "github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver"
+	"github.com/roboco-sandbox/sandbox-controller/internal/host"
+	"github.com/roboco-sandbox/sandbox-controller/internal/kit"
+)
+
+// reconcileServices provisions every service in parallel with the passwords of
+// creds and summarizes the result into sb.Status.
+func (r *Reconciler) reconcileServices(ctx context.Context, sb *sandboxv1.Sandbox, creds *credentials) (ctrl.Result, error) {
+	specs := make([]host.Service, len(sb.Spec.Services))
+	for i, svc := range sb.Spec.Services {
+		var err error
+		if specs[i], err = r.ResolveService(ctx, sb, svc, creds.passwords[string(svc.Engine)]); err != nil {
+			// Note: the Warning once per stall, not on every recheck.
+			if c := meta.FindStatusCondition(sb.Status.Conditions, sandboxv1.ConditionStalled); c == nil || c.Message != err.Error() {
+				r.Recorder.Eventf(sb, nil, corev1.EventTypeWarning, sandboxv1.ReasonInvalidSpec, sandboxv1.ActionValidate, "%s", err.Error())
+			}
+			stallAll(sb, sandboxv1.ReasonInvalidSpec, err.Error())
+			return ctrl.Result{RequeueAfter: kit.Jitter(kit.StalledRecheck)}, nil
+		}
+	}
+	ours, claims, err := r.ours(ctx, sb)
+	if err != nil {
+		dockerDown(sb, err, retryLater(ctx))
+		return ctrl.Result{}, nil
+	}
+	for i := range specs {
+		if c, ok := claims[specs[i].Engine.Name()]; ok {
+			specs[i].Claims = map[string]string{c.ID: c.Credentials}
+		}
+	}
+	byEngine := map[string][]dd.ContainerSummary{}
+	for _, c := range ours {
+		byEngine[c.Labels[host.LabelEngine]] = append(byEngine[c.Labels[host.LabelEngine]], c)
+	}
+	dropped, err := r.removeDropped(ctx, sb, specs, byEngine)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	results := r.runServices(ctx, sb, specs, byEngine)
+	wasReady, oldConditions := isReady(sb), conditionReasons(sb)
+	summarize(sb, results)
+	r.report(ctx, sb, results, wasReady, oldConditions)
+	result := passResult(results, r.Options.ResyncPeriod)
+	result.RequeueAfter = kit.Soonest(result.RequeueAfter, dropped)
+	return result, nil
+}
+
+// removeDropped removes the containers of services no longer in spec; the others
+// are left alone. One Docker cannot remove (dead) holds nothing back: it is
+// retried on its own backoff, and retry says when.
+func (r *Reconciler) removeDropped(ctx context.Context, sb *sandboxv1.Sandbox, specs []host.Service, byEngine map[string][]dd.ContainerSummary) (retry time.Duration, err error) {
+	now := time.Now()
+	for name, cs := range byEngine {
+		if slices.ContainsFunc(specs, func(s host.Service) bool { return s.Engine.Name() == name }) {
+			continue
+		}
+		for _, c := range cs {
+			if wait := r.memory.asideDue(sb, c.ID, now); wait > 0 {
+				retry = kit.Soonest(retry, wait)
+				continue
+			}
+			got, err := r.Host.Retire(ctx, c, "")
+			if err != nil {
+				return 0, fmt.Errorf("removing %s, no longer in spec: %w", c.Name, err)
+			}
+			if got.Stuck != nil {
+				wait := r.memory.asideFailed(sb, c.ID, now)
+				retry = kit.Soonest(retry, wait)
+				logf.FromContext(ctx).Info("Docker cannot remove a container no longer in spec; retrying", "container", c.Name,
+					"error", got.Stuck.Error(), "retryIn", wait.Round(time.Second))
+				continue
+			}
+			r.memory.asideGone(sb, c.ID)
+			r.Recorder.Eventf(sb, nil, corev1.EventTypeNormal, sandboxv1.EventServiceRemoved, sandboxv1.ActionTeardown,
+				"removed %s: %s is no longer in spec.services", c.Name, name)
+		}
+	}
+	return retry, nil
+}
+
+// runServices reconciles every service at once; each result is redacted of its password.
+func (r *Reconciler) runServices(ctx context.Context, sb *sandboxv1.Sandbox, specs []host.Service, byEngine map[string][]dd.ContainerSummary) []serviceResult {
+	prev := map[string]sandboxv1.ServiceStatus{}
+	for _, s := range sb.Status.Services {
+		prev[string(s.Engine)] = s
+	}
+	results := make([]serviceResult, len(specs))
+	var wg sync.WaitGroup
+	for i, svc := range specs {
+		name := svc.Engine.Name()
+		wg.Go(func() {
+			w := serviceWork{sb: sb, svc: svc, prev: prev[name]}
+			results[i] = r.reconcileService(ctx, w, byEngine[name]).redacted(svc.Password)
+		})
+	}
+	wg.Wait()
+	return results
+}
+
+// passResult is when the services want another look: the soonest any asked for,
+// a stalled one after the slow recheck (an event brings it back sooner when what
+// blocks it goes), none of them cutting the others' short; when none asked, the
+// jittered resync. A failed Docker call adds the Sandbox's backoff (pace).
+func passResult(results []serviceResult, resync time.Duration) ctrl.Result {
+	var after time.Duration
+	for _, res := range results {
+		want := res.requeue
+		if res.stalled {
+			want = kit.Soonest(want, kit.Jitter(kit.StalledRecheck))
+		}
+		after = kit.Soonest(after, want)
+	}
+	if after == 0 {
+		after = kit.Jitter(resync)
+	}
+	return ctrl.Result{RequeueAfter: after}
+}

@@ -1,0 +1,94 @@
+package sandboxpool
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"slices"
+	"sync"
+
+	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
+	dd "github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver"
+	"github.com/roboco-sandbox/sandbox-controller/internal/host"
+	"github.com/roboco-sandbox/sandbox-controller/internal/poolkey"
+)
+
+// create makes up to the missing members, at most as many at once as the
+// refill slots allow; it returns how many it made. While a claim is in flight on
+// the host it makes none (the caller re-queues soon): a member's start competes
+// for the CPU the claim's rotation needs. A pool with no ready member left
+// refills at once, since its claims go cold anyway.
+func (p *Reconciler) create(ctx context.Context, pool *sandboxv1.SandboxPool, key []byte, ms poolMembers) (int, error) {
+	if len(ms.ready) > 0 && p.Host.Warm().Claiming() {
+		return 0, nil
+	}
+	errs := make([]error, ms.missing)
+	var wg sync.WaitGroup
+	for i := range ms.missing {
+		select {
+		case p.refills <- struct{}{}:
+		default:
+			errs[i] = errNoRefillSlot
+			continue
+		}
+		wg.Go(func() {
+			defer func() { <-p.refills }()
+			errs[i] = p.createMember(ctx, pool, key)
+		})
+	}
+	wg.Wait()
+	made := 0
+	var failed []error
+	for _, err := range errs {
+		switch {
+		case err == nil:
+			made++
+		case !errors.Is(err, errNoRefillSlot) && !errors.Is(err, errImagePending):
+			failed = append(failed, err)
+		}
+	}
+	return made, errors.Join(failed...)
+}
+
+var (
+	errNoRefillSlot = errors.New("no refill slot free")
+	errImagePending = errors.New("the image is not present yet")
+)
+
+// createMember makes one member: a random nonce names it and, with the pool's
+// key, gives its password.
+func (p *Reconciler) createMember(ctx context.Context, pool *sandboxv1.SandboxPool, key []byte) error {
+	b := make([]byte, 8)
+	_, _ = rand.Read(b)
+	nonce := hex.EncodeToString(b)
+	svc, err := p.class(ctx, pool, poolkey.DerivePassword(key, nonce))
+	if err != nil {
+		return err
+	}
+	svc.Container.Name = host.MemberPrefix + string(pool.UID)[:8] + "-" + nonce
+	svc.Container.Labels[host.LabelMember] = nonce
+	svc.Container.Labels[host.LabelConfigHash] = host.Fingerprint(svc.Container)
+	got, err := p.Host.Ensure(ctx, svc, 0, "pool:"+pool.Namespace+"/"+pool.Name)
+	switch {
+	case got.Pull.Err != nil:
+		return got.Pull.Err
+	case !got.Pull.Present:
+		return errImagePending
+	}
+	return err
+}
+
+// offer hands the ready members to claims, oldest first, their rotations
+// prepared.
+func (p *Reconciler) offer(ctx context.Context, pool *sandboxv1.SandboxPool, class host.Service, key []byte, ms poolMembers) {
+	ready := slices.Clone(ms.ready)
+	slices.SortFunc(ready, func(a, b dd.ContainerSummary) int { return a.CreatedAt.Compare(b.CreatedAt) })
+	offered := make([]host.Member, 0, len(ready))
+	for _, c := range ready {
+		offered = append(offered, host.Member{ID: c.ID, Name: c.Name, Namespace: pool.Namespace, Pool: pool.Name,
+			PoolUID: string(pool.UID), Class: class.Container.Labels[host.LabelClass],
+			Password: poolkey.DerivePassword(key, c.Labels[host.LabelMember]), Address: p.address(c.ID)})
+	}
+	p.Host.Offer(ctx, string(pool.UID), class.Engine, offered)
+}

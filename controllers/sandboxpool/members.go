@@ -1,0 +1,218 @@
+package sandboxpool
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
+	dd "github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver"
+	"github.com/roboco-sandbox/sandbox-controller/internal/host"
+	"github.com/roboco-sandbox/sandbox-controller/internal/kit"
+	"github.com/roboco-sandbox/sandbox-controller/internal/poolkey"
+)
+
+// poolMembers is what a pass found of a pool's containers.
+type poolMembers struct {
+	ready, starting []dd.ContainerSummary // unclaimed, of the current class
+	unwanted        []unwanted            // unclaimed, to remove
+	claimed         int                   // renamed to a Sandbox's service
+	missing         int                   // members to make
+	expires         time.Duration         // until the next member passes maxAge (0: none)
+}
+
+type unwanted struct {
+	c   dd.ContainerSummary
+	why string
+}
+
+// class resolves the pool's service as a Sandbox's would be, then makes it a
+// member: its own name-free labels, no alias (DNS knows no member by a service's
+// name), its LabelClass.
+func (p *Reconciler) class(ctx context.Context, pool *sandboxv1.SandboxPool, password string) (host.Service, error) {
+	sb := &sandboxv1.Sandbox{}
+	sb.Namespace, sb.Spec.AgentID, sb.Spec.Network = pool.Namespace, "pool", pool.Spec.Network
+	svc, err := p.Sandboxes.ResolveService(ctx, sb, pool.Spec.Service, password)
+	if err != nil {
+		return svc, err
+	}
+	if svc.Engine.Rotate("c").Argv == nil {
+		return svc, fmt.Errorf("%s cannot be pooled: its password cannot be rotated at claim", svc.Engine.Name())
+	}
+	svc.Container.Aliases = nil
+	// Note: a create retried after an unanswered one adopts its own member, by nonce.
+	svc.Container.OwnerLabel = host.LabelMember
+	svc.Container.Labels = map[string]string{
+		host.LabelNamespace: pool.Namespace,
+		host.LabelPool:      pool.Name,
+		host.LabelPoolUID:   string(pool.UID),
+		host.LabelEngine:    svc.Engine.Name(),
+		host.LabelInstance:  p.Options.Instance,
+		host.LabelFeatures:  host.FeaturesLabel(svc.Features),
+		host.LabelClass:     host.ClassHash(svc.Container),
+	}
+	svc.Container.Labels[host.LabelCredentials] = host.CredentialsHash(password)
+	return svc, nil
+}
+
+// list is every container made for the pool, claimed or not.
+func (p *Reconciler) list(ctx context.Context, pool *sandboxv1.SandboxPool) ([]dd.ContainerSummary, error) {
+	return p.Host.Driver().List(ctx, map[string]string{host.LabelPoolUID: string(pool.UID),
+		host.LabelInstance: p.Options.Instance})
+}
+
+// members sorts the pool's containers. A member a claim took (this manager's
+// memory) is neither counted nor removed: the claim owns it from then on.
+func (p *Reconciler) members(ctx context.Context, pool *sandboxv1.SandboxPool, class host.Service) (poolMembers, error) {
+	var ms poolMembers
+	cs, err := p.list(ctx, pool)
+	if err != nil {
+		return ms, err
+	}
+	present, unclaimed := map[string]bool{}, map[string]bool{}
+	for _, c := range cs {
+		present[c.ID], unclaimed[c.ID] = true, host.IsMemberName(c.Name)
+		switch why := p.judgeMember(pool, class, c); {
+		case !host.IsMemberName(c.Name):
+			ms.claimed++
+		case p.Host.Warm().Taken(c.ID):
+		case why != "":
+			ms.unwanted = append(ms.unwanted, unwanted{c, why})
+		case p.isReady(c.ID):
+			ms.ready = append(ms.ready, c)
+		default:
+			ms.starting = append(ms.starting, c)
+		}
+	}
+	p.Host.Warm().Forget(string(pool.UID), present)
+	p.forgetReady(string(pool.UID), unclaimed)
+	want := int(ptrOr(pool.Spec.Replicas, 1))
+	// Note: the surplus goes starting ones first, then the newest ready.
+	for have := len(ms.ready) + len(ms.starting); have > want; have-- {
+		var c dd.ContainerSummary
+		if n := len(ms.starting); n > 0 {
+			c, ms.starting = ms.starting[n-1], ms.starting[:n-1]
+		} else {
+			c, ms.ready = ms.ready[len(ms.ready)-1], ms.ready[:len(ms.ready)-1]
+		}
+		ms.unwanted = append(ms.unwanted, unwanted{c, "the pool is scaled down"})
+	}
+	ms.missing = max(0, want-len(ms.ready)-len(ms.starting))
+	if pool.Spec.MaxAge != nil {
+		for _, c := range append(slices.Clone(ms.ready), ms.starting...) {
+			ms.expires = kit.Soonest(ms.expires, max(time.Until(c.CreatedAt.Add(pool.Spec.MaxAge.Duration)), time.Millisecond))
+		}
+	}
+	return ms, nil
+}
+
+// judgeMember says why an unclaimed member must go, or "".
+func (p *Reconciler) judgeMember(pool *sandboxv1.SandboxPool, class host.Service, c dd.ContainerSummary) string {
+	switch {
+	case c.Labels[host.LabelClass] != class.Container.Labels[host.LabelClass]:
+		return "its class is outdated (the pool's spec or the operator's settings changed)"
+	case c.State == dd.StateCreated:
+		// Note: a pass's creates end within it, so a member still created was
+		// left by a create cut short (its manager killed before the start, or
+		// the start and the cleanup failed): nothing will start it.
+		return "it was never started (its creation was cut short)"
+	case c.State != dd.StateRunning:
+		return "it is " + string(c.State)
+	case pool.Spec.MaxAge != nil && time.Since(c.CreatedAt) > pool.Spec.MaxAge.Duration:
+		return fmt.Sprintf("it is older than maxAge %s", pool.Spec.MaxAge.Duration)
+	}
+	return ""
+}
+
+// removeUnwanted removes the members that must go, taking them off the offer first.
+func (p *Reconciler) removeUnwanted(ctx context.Context, pool *sandboxv1.SandboxPool, ms poolMembers) error {
+	for _, u := range ms.unwanted {
+		if !p.Host.Warm().Withdraw(string(pool.UID), u.c.ID) {
+			continue // a claim took it meanwhile
+		}
+		if err := p.Host.Remove(ctx, u.c.ID); err != nil {
+			return fmt.Errorf("removing member %s: %w", u.c.Name, err)
+		}
+		p.Recorder.Eventf(pool, nil, corev1.EventTypeNormal, sandboxv1.EventMemberReplaced, sandboxv1.ActionReconcile,
+			"removed member %s: %s", u.c.Name, u.why)
+	}
+	return nil
+}
+
+// probeStarting probes the starting members at once; one that answers (and whose
+// features verify) becomes ready.
+func (p *Reconciler) probeStarting(ctx context.Context, class host.Service, key []byte, ms poolMembers) {
+	var wg sync.WaitGroup
+	for _, c := range ms.starting {
+		wg.Go(func() {
+			if addr, ok := p.probeMember(ctx, class, key, c); ok {
+				p.markReady(class, c, addr)
+			}
+		})
+	}
+	wg.Wait()
+}
+
+func (p *Reconciler) probeMember(ctx context.Context, class host.Service, key []byte, c dd.ContainerSummary) (string, bool) {
+	if c.State != dd.StateRunning {
+		return "", false
+	}
+	full, err := p.Host.Inspect(ctx, c.ID)
+	addr := host.Address(full, class.Network)
+	if err != nil || addr == "" {
+		return "", false
+	}
+	svc := class
+	svc.Password = poolkey.DerivePassword(key, c.Labels[host.LabelMember])
+	if ok, _ := p.Host.Probe(ctx, svc, full, addr); !ok {
+		return "", false
+	}
+	return addr, len(svc.Features) == 0 || p.Host.Activate(ctx, svc, full, addr) == ""
+}
+
+// readyMember is a member that answered: when, and at which address.
+type readyMember struct {
+	pool, addr string
+}
+
+func (p *Reconciler) markReady(class host.Service, c dd.ContainerSummary, addr string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.ready[c.ID] = readyMember{pool: c.Labels[host.LabelPoolUID], addr: addr}
+	poolMetrics.refillSecs.WithLabelValues(class.Engine.Name()).Observe(time.Since(c.CreatedAt).Seconds())
+}
+
+func (p *Reconciler) isReady(id string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	_, ok := p.ready[id]
+	return ok
+}
+
+func (p *Reconciler) address(id string) string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.ready[id].addr
+}
+
+// forgetReady drops what is known of a pool's members that are gone or claimed.
+func (p *Reconciler) forgetReady(poolUID string, members map[string]bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for id, m := range p.ready {
+		if m.pool == poolUID && !members[id] {
+			delete(p.ready, id)
+		}
+	}
+}
+
+func ptrOr[T any](v *T, def T) T {
+	if v == nil {
+		return def
+	}
+	return *v
+}

@@ -1,0 +1,260 @@
+package sandboxpool
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
+	dd "github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver"
+	"github.com/roboco-sandbox/sandbox-controller/internal/host"
+	"github.com/roboco-sandbox/sandbox-controller/internal/index"
+	"github.com/roboco-sandbox/sandbox-controller/internal/kit"
+	"github.com/roboco-sandbox/sandbox-controller/internal/lease"
+	"github.com/roboco-sandbox/sandbox-controller/internal/options"
+	"github.com/roboco-sandbox/sandbox-controller/internal/poolkey"
+)
+
+// PoolFinalizer holds a SandboxPool until its unclaimed members are gone.
+const PoolFinalizer = "sandbox.roboco.io/pool-teardown"
+
+// Reconciler keeps each SandboxPool's unclaimed members started, probed and
+// offered to claims on its Docker host (the pool's host is the reconciler's:
+// host, never a global), and removes the outdated, the old and the surplus.
+type Reconciler struct {
+	client.Client
+	Recorder events.EventRecorder
+	// Sandboxes is the Sandbox side of the pool's host (Sandboxes).
+	Sandboxes Sandboxes
+	Options   options.Options
+	Host      *host.Host
+	Keys      *poolkey.Keys
+	// Scope is the DockerHost whose pools this reconciler keeps.
+	Scope lease.Scope
+	// refills bounds the member creations under way across pools, so that refills
+	// never starve claims or cold provisioning of the Docker daemon.
+	refills chan struct{}
+	requeue chan event.TypedGenericEvent[*sandboxv1.SandboxPool]
+
+	mu       sync.Mutex
+	ready    map[string]readyMember // by member ID
+	failures map[types.UID]int
+}
+
+// Sandboxes is what a pool needs of the Sandbox side of its host: a service
+// resolved exactly as a Sandbox's is (the same operator settings and limits,
+// so a member's class matches the Sandboxes that claim it), and the proof of
+// which Docker host this is.
+type Sandboxes interface {
+	ResolveService(ctx context.Context, sb *sandboxv1.Sandbox, svc sandboxv1.ServiceSpec, password string) (host.Service, error)
+	ProveHost(ctx context.Context) (dd.HostIdentity, error)
+}
+
+// +kubebuilder:rbac:groups=sandbox.roboco.io,resources=sandboxpools,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=sandbox.roboco.io,resources=sandboxpools/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=sandbox.roboco.io,resources=sandboxpools/finalizers,verbs=update
+
+// Reconcile: the class, the members as they are, then removals, probes and
+// creations, then the offer and the status.
+func (p *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	if !p.Scope.Active() {
+		return ctrl.Result{}, nil
+	}
+	pool := &sandboxv1.SandboxPool{}
+	if err := p.Get(ctx, req.NamespacedName, pool); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if pool.Spec.DockerHost != p.Scope.Name {
+		return ctrl.Result{}, nil
+	}
+	if !pool.DeletionTimestamp.IsZero() {
+		return p.reconcileDelete(ctx, pool)
+	}
+	if !controllerutil.ContainsFinalizer(pool, PoolFinalizer) {
+		patch := client.MergeFrom(pool.DeepCopy())
+		controllerutil.AddFinalizer(pool, PoolFinalizer)
+		if err := p.Patch(ctx, pool, patch); err != nil {
+			return ctrl.Result{}, fmt.Errorf("adding finalizer: %w", err)
+		}
+	}
+	before := pool.DeepCopy()
+	result, err := p.fill(ctx, pool)
+	if perr := p.patchStatus(ctx, before, pool); perr != nil && err == nil {
+		err = perr
+	}
+	return result, err
+}
+
+// onHost binds the pool to the Docker host it fills (status.dockerHost), and
+// says whether the manager talks to that host: on another, or on one it cannot
+// prove, it makes, removes and offers nothing.
+func (p *Reconciler) onHost(ctx context.Context, pool *sandboxv1.SandboxPool) (bool, time.Duration) {
+	current, err := p.Sandboxes.ProveHost(ctx)
+	switch {
+	case err != nil:
+		setPoolCondition(pool, sandboxv1.ConditionReady, metav1.ConditionFalse, kit.HostReason(err), "cannot prove which Docker host this is: "+err.Error())
+		return false, p.backoff(pool.UID)
+	case pool.Status.DockerHost == nil:
+		pool.Status.DockerHost = kit.HostStatus(current)
+	case pool.Status.DockerHost.ID != current.ID:
+		setPoolCondition(pool, sandboxv1.ConditionReady, metav1.ConditionFalse, sandboxv1.ReasonWrongDockerHost,
+			kit.WrongHostMessage(*pool.Status.DockerHost, current, "its members are not made, removed or offered here"))
+		return false, kit.Jitter(kit.HostRecheck)
+	}
+	return true, 0
+}
+
+// fill drives the members one step and sets the status.
+func (p *Reconciler) fill(ctx context.Context, pool *sandboxv1.SandboxPool) (ctrl.Result, error) {
+	if ok, retry := p.onHost(ctx, pool); !ok {
+		return ctrl.Result{RequeueAfter: retry}, nil
+	}
+	key, err := p.Keys.Ensure(ctx, pool)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	class, err := p.class(ctx, pool, "")
+	if err != nil {
+		poolStalled(pool, err.Error())
+		return ctrl.Result{RequeueAfter: kit.Jitter(kit.StalledRecheck)}, nil
+	}
+	ms, err := p.members(ctx, pool, class)
+	if err != nil {
+		poolDockerDown(pool, err)
+		return ctrl.Result{RequeueAfter: p.backoff(pool.UID)}, nil
+	}
+	if err := p.removeUnwanted(ctx, pool, ms); err != nil {
+		poolDockerDown(pool, err)
+		return ctrl.Result{RequeueAfter: p.backoff(pool.UID)}, nil
+	}
+	p.probeStarting(ctx, class, key, ms)
+	created, err := p.create(ctx, pool, key, ms)
+	p.offer(ctx, pool, class, key, ms)
+	setPoolStatus(pool, ms, created)
+	if err != nil {
+		poolDockerDown(pool, err)
+		return ctrl.Result{RequeueAfter: p.backoff(pool.UID)}, nil
+	}
+	p.succeeded(pool.UID)
+	if len(ms.starting)+created > 0 || created < ms.missing {
+		return ctrl.Result{RequeueAfter: memberProbeInterval}, nil
+	}
+	// Note: a member passing maxAge is replaced on time, not at the next resync.
+	return ctrl.Result{RequeueAfter: kit.Soonest(kit.Jitter(p.Options.ResyncPeriod), ms.expires)}, nil
+}
+
+// memberProbeInterval paces the probes of starting members: a member becomes
+// claimable soon after it answers, and a few starting members cost few execs.
+const memberProbeInterval = 250 * time.Millisecond
+
+func (p *Reconciler) patchStatus(ctx context.Context, before, pool *sandboxv1.SandboxPool) error {
+	pool.Status.ObservedGeneration = pool.Generation
+	if equality.Semantic.DeepEqual(before.Status, pool.Status) {
+		return nil
+	}
+	err := p.Status().Patch(ctx, pool, client.MergeFrom(before))
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}
+
+// reconcileDelete removes the unclaimed members (claimed ones are their
+// Sandboxes'), then lets the pool go; its key Secret goes with it (owned).
+func (p *Reconciler) reconcileDelete(ctx context.Context, pool *sandboxv1.SandboxPool) (ctrl.Result, error) {
+	if !controllerutil.ContainsFinalizer(pool, PoolFinalizer) {
+		return ctrl.Result{}, nil
+	}
+	// Note: members on another host cannot be confirmed gone from here.
+	before := pool.DeepCopy()
+	if ok, retry := p.onHost(ctx, pool); !ok {
+		return ctrl.Result{RequeueAfter: retry}, p.patchStatus(ctx, before, pool)
+	}
+	ms, err := p.list(ctx, pool)
+	if err != nil {
+		return ctrl.Result{RequeueAfter: p.backoff(pool.UID)}, nil
+	}
+	for _, c := range ms {
+		if !host.IsMemberName(c.Name) {
+			continue
+		}
+		if err := p.Host.Remove(ctx, c.ID); err != nil {
+			return ctrl.Result{RequeueAfter: p.backoff(pool.UID)}, nil
+		}
+	}
+	p.Host.Warm().Forget(string(pool.UID), nil)
+	p.Keys.Forget(pool.UID)
+	patch := client.MergeFrom(pool.DeepCopy())
+	controllerutil.RemoveFinalizer(pool, PoolFinalizer)
+	if err := p.Patch(ctx, pool, patch); err != nil && !apierrors.IsNotFound(err) {
+		return ctrl.Result{}, fmt.Errorf("removing finalizer: %w", err)
+	}
+	return ctrl.Result{}, nil
+}
+
+// backoff is the pool's next retry delay after a failed Docker call.
+func (p *Reconciler) backoff(uid types.UID) time.Duration {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.failures[uid]++
+	return host.Delay(kit.RetryBackoff, p.failures[uid]-1)
+}
+
+func (p *Reconciler) succeeded(uid types.UID) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.failures, uid)
+}
+
+// Poke re-queues a pool (a claim took a member, a member's container changed).
+func (p *Reconciler) Poke(key types.NamespacedName) {
+	pool := &sandboxv1.SandboxPool{}
+	pool.Namespace, pool.Name = key.Namespace, key.Name
+	select {
+	case p.requeue <- event.TypedGenericEvent[*sandboxv1.SandboxPool]{Object: pool}:
+	default: // a full queue re-queues the pools anyway
+	}
+}
+
+// SetupWithManager registers the pool controller; refills bounds concurrent
+// member creations across pools.
+func (p *Reconciler) SetupWithManager(mgr ctrl.Manager, refills int) error {
+	if refills <= 0 {
+		refills = 2
+	}
+	p.refills = make(chan struct{}, refills)
+	p.requeue = make(chan event.TypedGenericEvent[*sandboxv1.SandboxPool], 1024)
+	p.ready, p.failures = map[string]readyMember{}, map[types.UID]int{}
+	if p.Recorder == nil {
+		p.Recorder = kit.Bounded(mgr.GetEventRecorder("sandbox-controller"))
+	}
+	// The members' held rotations end with the manager, not with the process.
+	if err := mgr.Add(p.Scope.Runnable(func(ctx context.Context) error {
+		<-ctx.Done()
+		p.Host.Warm().CloseAll()
+		return nil
+	})); err != nil {
+		return err
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&sandboxv1.SandboxPool{}, builder.WithPredicates(index.BoundToHost(p.Scope.Name))).
+		WatchesRawSource(source.Channel(p.requeue, &handler.TypedEnqueueRequestForObject[*sandboxv1.SandboxPool]{})).
+		WithOptions(p.Scope.Options(2)).
+		WithLogConstructor(lease.HostLogger(mgr, "sandboxpool", p.Scope.Name)).
+		Named("sandboxpool").
+		Complete(p)
+}
