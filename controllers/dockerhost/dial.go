@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	crclient "sigs.k8s.io/controller-runtime/pkg/client"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
 	dd "github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver"
@@ -62,4 +63,53 @@ func tlsConfig(ctx context.Context, api crclient.Reader, ref sandboxv1.SecretRef
 		return nil, "", fmt.Errorf("the TLS Secret %s/%s: ca.crt holds no PEM certificate", ref.Namespace, ref.Name)
 	}
 	return &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: pool, Certificates: []tls.Certificate{cert}}, s.ResourceVersion, nil
+}
+
+// ensureSet makes sure this manager drives h: its controllers set up, on a
+// driver dialled from its spec (the implicit host's is the manager's own).
+func (r *Reconciler) ensureSet(ctx context.Context, h *sandboxv1.DockerHost) (DrivenHost, error) {
+	hs, ok := r.Fleet.Host(h.Name)
+	if ok && h.Name == r.Implicit {
+		return hs, nil
+	}
+	if ok {
+		if endpoint, tlsVersion := hs.Dialled(); endpoint == h.Spec.Endpoint && tlsVersion == currentTLSVersion(ctx, r.API, h) {
+			return hs, nil
+		}
+	}
+	driver, tlsVersion, err := r.dialHost(ctx, h)
+	if err != nil {
+		return nil, err
+	}
+	if ok {
+		logf.FromContext(ctx).Info("Re-dialling the Docker host", "endpoint", h.Spec.Endpoint)
+		hs.Redial(driver, h.Spec.Endpoint, tlsVersion)
+		return hs, nil
+	}
+	hs, err = r.Fleet.AddDialled(h.Name, driver, h.Spec.Endpoint, tlsVersion)
+	if err != nil {
+		return nil, fmt.Errorf("setting up the controllers of Docker host %s: %w", h.Name, err)
+	}
+	return hs, nil
+}
+
+func (r *Reconciler) dialHost(ctx context.Context, h *sandboxv1.DockerHost) (dd.Driver, string, error) {
+	if r.Dial != nil {
+		d, err := r.Dial(ctx, h)
+		return d, "", err
+	}
+	return dial(ctx, r.API, h, r.UserAgent)
+}
+
+// currentTLSVersion is the resourceVersion of h's TLS Secret ("" without TLS or
+// when it cannot be read: the dial then says why).
+func currentTLSVersion(ctx context.Context, api crclient.Reader, h *sandboxv1.DockerHost) string {
+	if h.Spec.TLS == nil {
+		return ""
+	}
+	_, version, err := tlsConfig(ctx, api, h.Spec.TLS.SecretRef)
+	if err != nil {
+		return ""
+	}
+	return version
 }

@@ -6,17 +6,21 @@ import (
 	"fmt"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
-	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
 	dd "github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver"
@@ -46,35 +50,6 @@ type Reconciler struct {
 	Dial func(ctx context.Context, h *sandboxv1.DockerHost) (dd.Driver, error)
 }
 
-// Fleet is what the DockerHost controller needs of the controllers that drive
-// each host (the manager's fleet implements it).
-type Fleet interface {
-	// Host is the host name's controllers, if this manager drives it yet.
-	Host(name string) (DrivenHost, bool)
-	// AddDialled sets up the controllers of a host on a driver dialled from its spec.
-	AddDialled(name string, driver dd.Driver, endpoint, tlsVersion string) (DrivenHost, error)
-	// Holds says whether this replica acts on the host name now.
-	Holds(name string) bool
-	// Manager names this replica when replicas share the hosts by Leases ("": they do not).
-	Manager() string
-	// Taken tells of each host this replica just took.
-	Taken() <-chan event.TypedGenericEvent[*sandboxv1.DockerHost]
-}
-
-// DrivenHost is one host's controllers, as the DockerHost controller sees them.
-type DrivenHost interface {
-	// Driver is the host's driver as its controllers use it.
-	Driver() dd.Driver
-	// ProveHost proves which Docker host the driver reaches.
-	ProveHost(ctx context.Context) (dd.HostIdentity, error)
-	// Dialled is what the driver was dialled with (empty for the manager's own host).
-	Dialled() (endpoint, tlsVersion string)
-	// Redial points the host's controllers at a new driver.
-	Redial(driver dd.Driver, endpoint, tlsVersion string)
-	// Enqueue re-queues a Sandbox bound to the host.
-	Enqueue(key types.NamespacedName)
-}
-
 // Reconcile observes one DockerHost.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	h := &sandboxv1.DockerHost{}
@@ -94,7 +69,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{RequeueAfter: hostProbeInterval}, err
 	}
 	if setErr != nil {
-		setHostCondition(h, sandboxv1.ConditionReady, metav1.ConditionFalse, hostErrorReason(setErr), setErr.Error())
+		kit.SetCondition(h, sandboxv1.ConditionReady, metav1.ConditionFalse, hostErrorReason(setErr), kit.Cut(setErr.Error(), kit.NoteLimit))
 	} else {
 		r.observe(ctx, h, hs)
 		r.requeueOnTurn(ctx, before, h, hs)
@@ -104,13 +79,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	schedulable(h)
 	h.Status.ObservedGeneration = h.Generation
-	if equality.Semantic.DeepEqual(before.Status, h.Status) {
-		return ctrl.Result{RequeueAfter: kit.Jitter(hostProbeInterval)}, nil
-	}
-	if err := r.Status().Update(ctx, h); err != nil && !apierrors.IsConflict(err) {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
-	} else if err != nil {
+	// Note: conditional on the resourceVersion the allocation was counted against.
+	if err := kit.PatchStatus(ctx, r.Client, before, h, client.MergeFromWithOptimisticLock{}); apierrors.IsConflict(err) {
 		return ctrl.Result{RequeueAfter: kit.ConflictRetry}, nil
+	} else if err != nil {
+		return ctrl.Result{}, err
 	}
 	return ctrl.Result{RequeueAfter: kit.Jitter(hostProbeInterval)}, nil
 }
@@ -120,19 +93,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 // to do this pass).
 func (r *Reconciler) finalize(ctx context.Context, h *sandboxv1.DockerHost, bound int32) (done bool, err error) {
 	if h.DeletionTimestamp.IsZero() {
-		if controllerutil.ContainsFinalizer(h, sandboxv1.DockerHostFinalizer) {
-			return false, nil
-		}
-		patch := client.MergeFrom(h.DeepCopy())
-		controllerutil.AddFinalizer(h, sandboxv1.DockerHostFinalizer)
-		return false, r.Patch(ctx, h, patch)
+		return false, kit.EnsureFinalizer(ctx, r.Client, h, sandboxv1.DockerHostFinalizer)
 	}
 	if bound > 0 {
 		return false, nil // served until its Sandboxes and pools go
 	}
-	patch := client.MergeFrom(h.DeepCopy())
-	controllerutil.RemoveFinalizer(h, sandboxv1.DockerHostFinalizer)
-	return true, client.IgnoreNotFound(r.Patch(ctx, h, patch))
+	return true, kit.RemoveFinalizer(ctx, r.Client, h, sandboxv1.DockerHostFinalizer)
 }
 
 // observe pings the daemon and proves its identity.
@@ -141,17 +107,18 @@ func (r *Reconciler) observe(ctx context.Context, h *sandboxv1.DockerHost, hs Dr
 	defer cancel()
 	info, err := hs.Driver().Ping(pctx)
 	if err != nil {
-		setHostCondition(h, sandboxv1.ConditionReady, metav1.ConditionFalse, hostErrorReason(err), fmt.Sprintf("the daemon does not answer: %v", err))
+		kit.SetCondition(h, sandboxv1.ConditionReady, metav1.ConditionFalse, hostErrorReason(err), kit.Cut(fmt.Sprintf("the daemon does not answer: %v", err), kit.NoteLimit))
 		return
 	}
 	h.Status.Daemon = daemonInfo(info)
 	id, err := hs.ProveHost(pctx)
 	if err != nil {
-		setHostCondition(h, sandboxv1.ConditionReady, metav1.ConditionFalse, hostErrorReason(err), fmt.Sprintf("the daemon answers, but its identity is not proven: %v", err))
+		kit.SetCondition(h, sandboxv1.ConditionReady, metav1.ConditionFalse, hostErrorReason(err),
+			kit.Cut(fmt.Sprintf("the daemon answers, but its identity is not proven: %v", err), kit.NoteLimit))
 		return
 	}
 	h.Status.Identity = kit.HostStatus(id)
-	setHostCondition(h, sandboxv1.ConditionReady, metav1.ConditionTrue, sandboxv1.ReasonReachable,
+	kit.SetCondition(h, sandboxv1.ConditionReady, metav1.ConditionTrue, sandboxv1.ReasonReachable,
 		fmt.Sprintf("Docker %s answers; identity %s", info.ServerVersion, id.ID))
 }
 
@@ -191,19 +158,14 @@ func daemonInfo(info dd.ServerInfo) *sandboxv1.DaemonInfo {
 func schedulable(h *sandboxv1.DockerHost) {
 	switch {
 	case !h.DeletionTimestamp.IsZero():
-		setHostCondition(h, sandboxv1.ConditionSchedulable, metav1.ConditionFalse, sandboxv1.ReasonHostDeleting,
+		kit.SetCondition(h, sandboxv1.ConditionSchedulable, metav1.ConditionFalse, sandboxv1.ReasonHostDeleting,
 			fmt.Sprintf("being deleted: nothing new is placed; it is kept, and serves what is bound to it (%d), until that is gone", h.Status.Allocated.Sandboxes))
 	case h.Spec.Unschedulable:
-		setHostCondition(h, sandboxv1.ConditionSchedulable, metav1.ConditionFalse, sandboxv1.ReasonCordoned,
+		kit.SetCondition(h, sandboxv1.ConditionSchedulable, metav1.ConditionFalse, sandboxv1.ReasonCordoned,
 			"cordoned (spec.unschedulable): nothing new is placed; what is bound to it stays and is served")
 	default:
-		setHostCondition(h, sandboxv1.ConditionSchedulable, metav1.ConditionTrue, sandboxv1.ReasonSchedulable, "placement may use it")
+		kit.SetCondition(h, sandboxv1.ConditionSchedulable, metav1.ConditionTrue, sandboxv1.ReasonSchedulable, "placement may use it")
 	}
-}
-
-func setHostCondition(h *sandboxv1.DockerHost, t string, status metav1.ConditionStatus, reason, msg string) {
-	meta.SetStatusCondition(&h.Status.Conditions, metav1.Condition{Type: t, Status: status, Reason: reason,
-		Message: kit.Cut(msg, kit.NoteLimit), ObservedGeneration: h.Generation})
 }
 
 func hostErrorReason(err error) string {
@@ -211,4 +173,23 @@ func hostErrorReason(err error) string {
 		return sandboxv1.ReasonInsecureEndpoint
 	}
 	return kit.HostReason(err)
+}
+
+// SetupWithManager watches DockerHosts, and the binding and deletion of
+// Sandboxes and pools, which change a host's allocation.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	toHost := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, obj client.Object) []reconcile.Request {
+		if name := index.DockerHostOf(obj); name != "" {
+			return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: name}}}
+		}
+		return nil
+	})
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("dockerhost").
+		For(&sandboxv1.DockerHost{}).
+		Watches(&sandboxv1.Sandbox{}, toHost, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&sandboxv1.SandboxPool{}, toHost, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		WatchesRawSource(source.Channel(r.Fleet.Taken(), &handler.TypedEnqueueRequestForObject[*sandboxv1.DockerHost]{})).
+		WithOptions(controller.Options{MaxConcurrentReconciles: 4, NeedLeaderElection: ptr.To(r.Fleet.Manager() == "")}).
+		Complete(r)
 }

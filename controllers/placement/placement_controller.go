@@ -5,7 +5,6 @@ import (
 	"errors"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -109,10 +108,7 @@ func (pl *Reconciler) unschedulable(ctx context.Context, sb *sandboxv1.Sandbox, 
 	kit.SetCondition(sb, sandboxv1.ConditionReady, metav1.ConditionFalse, sandboxv1.ReasonUnschedulable, why)
 	kit.SetCondition(sb, sandboxv1.ConditionReconciling, metav1.ConditionTrue, sandboxv1.ReasonUnschedulable, "waiting for a Docker host: "+why)
 	meta.RemoveStatusCondition(&sb.Status.Conditions, sandboxv1.ConditionStalled)
-	if equality.Semantic.DeepEqual(before.Status, sb.Status) {
-		return nil
-	}
-	return client.IgnoreNotFound(pl.Status().Patch(ctx, sb, client.MergeFrom(before)))
+	return kit.PatchStatus(ctx, pl.Client, before, sb)
 }
 
 // SetupWithManager places unbound Sandboxes; a DockerHost's change re-queues every

@@ -3,8 +3,6 @@ package placement
 import (
 	"context"
 
-	"k8s.io/apimachinery/pkg/api/equality"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -18,6 +16,7 @@ import (
 	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
 	"github.com/roboco-sandbox/sandbox-controller/internal/capacity"
 	"github.com/roboco-sandbox/sandbox-controller/internal/index"
+	"github.com/roboco-sandbox/sandbox-controller/internal/kit"
 )
 
 // PoolReconciler binds unbound SandboxPools as Reconciler binds Sandboxes: its members
@@ -42,12 +41,8 @@ func (pp PoolReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 func (pp PoolReconciler) poolUnschedulable(ctx context.Context, pool *sandboxv1.SandboxPool, why string) error {
 	before := pool.DeepCopy()
 	pool.Status.ObservedGeneration = pool.Generation
-	meta.SetStatusCondition(&pool.Status.Conditions, metav1.Condition{Type: sandboxv1.ConditionReady,
-		Status: metav1.ConditionFalse, Reason: sandboxv1.ReasonUnschedulable, Message: why, ObservedGeneration: pool.Generation})
-	if equality.Semantic.DeepEqual(before.Status, pool.Status) {
-		return nil
-	}
-	return client.IgnoreNotFound(pp.Status().Patch(ctx, pool, client.MergeFrom(before)))
+	kit.SetCondition(pool, sandboxv1.ConditionReady, metav1.ConditionFalse, sandboxv1.ReasonUnschedulable, why)
+	return kit.PatchStatus(ctx, pp.Client, before, pool)
 }
 
 // SetupWithManager places unbound pools; a DockerHost's change re-queues them.

@@ -2,12 +2,10 @@ package sandbox
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
 	"github.com/roboco-sandbox/sandbox-controller/internal/chaosplant"
@@ -37,7 +35,7 @@ func (r *Reconciler) claimService(ctx context.Context, w serviceWork, res servic
 	start := time.Now()
 	defer r.PokePool(types.NamespacedName{Namespace: m.Namespace, Name: m.Pool})
 	rec := claim.Record{ID: m.ID, Credentials: host.CredentialsHash(w.svc.Password)}
-	if err := r.recordClaim(ctx, w.sb, e, rec); err != nil {
+	if err := r.claims.Write(ctx, r.Client, w.sb, e, rec); err != nil {
 		// Note: nothing renamed yet, but the member may be recorded: it is not offered again.
 		_ = r.Host.Remove(ctx, m.ID)
 		res.containers = part{reason: sandboxv1.ReasonCreating, message: fmt.Sprintf("recording the claim of a pool member failed: %v; retrying", err)}
@@ -84,24 +82,6 @@ func (r *Reconciler) claimedReady(w serviceWork, c dd.Container, res serviceResu
 	}
 	res.status.Ready = true
 	return res
-}
-
-// recordClaim writes the claim record on the Sandbox (a merge patch of one
-// annotation: services claiming at once do not conflict), then remembers it until
-// the cache shows it.
-func (r *Reconciler) recordClaim(ctx context.Context, sb *sandboxv1.Sandbox, engine string, rec claim.Record) error {
-	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{
-		sandboxv1.AnnotationClaimPrefix + engine: rec.String()}}})
-	if err != nil {
-		return err
-	}
-	target := &sandboxv1.Sandbox{}
-	target.Namespace, target.Name = sb.Namespace, sb.Name
-	if err := r.Patch(ctx, target, client.RawPatch(types.MergePatchType, patch)); err != nil {
-		return err
-	}
-	r.claims.Add(sb.UID, engine, rec)
-	return nil
 }
 
 // rotateClaimed finishes a claim a crash interrupted after the rename: the

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -33,7 +32,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, sb *sandboxv1.Sandbox)
 		kit.SetCondition(sb, sandboxv1.ConditionReady, metav1.ConditionFalse, sandboxv1.ReasonDeleting, "tearing down the service containers")
 	}
 	proceed, released, result := r.teardownHost(ctx, sb)
-	if err := r.patchStatus(ctx, before, sb); err != nil || !proceed && !released {
+	if err := kit.PatchStatus(ctx, r.Client, before, sb); err != nil || !proceed && !released {
 		return r.memory.pace(ctx, sb, result), err
 	}
 	if proceed {
@@ -49,10 +48,8 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, sb *sandboxv1.Sandbox)
 		return ctrl.Result{}, err
 	}
 
-	patch := client.MergeFrom(sb.DeepCopy())
-	controllerutil.RemoveFinalizer(sb, Finalizer)
-	if err := r.Patch(ctx, sb, patch); err != nil && !apierrors.IsNotFound(err) {
-		return ctrl.Result{}, fmt.Errorf("removing finalizer: %w", err)
+	if err := kit.RemoveFinalizer(ctx, r.Client, sb, Finalizer); err != nil {
+		return ctrl.Result{}, err
 	}
 	r.forget(types.NamespacedName{Namespace: sb.Namespace, Name: sb.Name})
 	r.claims.Forget(sb.UID)
@@ -71,7 +68,7 @@ func (r *Reconciler) teardownBlocked(ctx context.Context, sb *sandboxv1.Sandbox,
 		r.Recorder.Eventf(sb, nil, corev1.EventTypeWarning, sandboxv1.EventTeardownBlocked, sandboxv1.ActionTeardown, "%s", msg)
 	}
 	kit.SetCondition(sb, sandboxv1.ConditionReconciling, metav1.ConditionTrue, sandboxv1.ReasonTeardownBlocked, msg)
-	return r.patchStatus(ctx, before, sb)
+	return kit.PatchStatus(ctx, r.Client, before, sb)
 }
 
 // deleteSecret deletes the credentials Secret when this Sandbox controls it.

@@ -29,10 +29,10 @@ func (r *Reconciler) reconcileDockerHost(ctx context.Context, sb *sandboxv1.Sand
 	switch {
 	case err != nil:
 		hostUnproven(sb, err, retryLater(ctx))
-		return r.memory.pace(ctx, sb, ctrl.Result{}), false, r.patchStatus(ctx, before, sb)
+		return r.memory.pace(ctx, sb, ctrl.Result{}), false, kit.PatchStatus(ctx, r.Client, before, sb)
 	case bound == nil:
 		sb.Status.DockerHost = kit.HostStatus(current)
-		if err := r.patchStatus(ctx, before, sb); err != nil {
+		if err := kit.PatchStatus(ctx, r.Client, before, sb); err != nil {
 			return ctrl.Result{}, false, err
 		}
 		r.Recorder.Eventf(sb, nil, corev1.EventTypeNormal, sandboxv1.EventDockerHostBound, sandboxv1.ActionReconcile,
@@ -41,7 +41,7 @@ func (r *Reconciler) reconcileDockerHost(ctx context.Context, sb *sandboxv1.Sand
 		return ctrl.Result{}, true, nil
 	case bound.ID != current.ID && !chaosplant.Active(chaosplant.IdentitySkipped):
 		wrongHost(sb, kit.WrongHostMessage(*bound, current, "nothing is created, removed or judged for it here; run a manager against that host"))
-		return r.memory.pace(ctx, sb, ctrl.Result{RequeueAfter: kit.Jitter(kit.HostRecheck)}), false, r.patchStatus(ctx, before, sb)
+		return r.memory.pace(ctx, sb, ctrl.Result{RequeueAfter: kit.Jitter(kit.HostRecheck)}), false, kit.PatchStatus(ctx, r.Client, before, sb)
 	}
 	return ctrl.Result{}, true, nil
 }

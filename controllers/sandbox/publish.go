@@ -3,18 +3,15 @@ package sandbox
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
+	"github.com/roboco-sandbox/sandbox-controller/internal/kit"
 )
 
 // publish is a pass's one write of what it learned: the Secret's hosts when they
@@ -24,21 +21,7 @@ func (r *Reconciler) publish(ctx context.Context, before, sb *sandboxv1.Sandbox,
 	if creds != nil {
 		err = r.publishSecret(ctx, sb, creds)
 	}
-	return errors.Join(err, r.patchStatus(ctx, before, sb))
-}
-
-// patchStatus writes status through the status subresource, only when it changed.
-func (r *Reconciler) patchStatus(ctx context.Context, before, sb *sandboxv1.Sandbox) error {
-	if equality.Semantic.DeepEqual(before.Status, sb.Status) {
-		return nil
-	}
-	if err := r.Status().Patch(ctx, sb, client.MergeFrom(before)); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil
-		}
-		return fmt.Errorf("patching status: %w", err)
-	}
-	return nil
+	return errors.Join(err, kit.PatchStatus(ctx, r.Client, before, sb))
 }
 
 // report emits events for milestones and for conditions that turned to a failure,

@@ -1,12 +1,13 @@
-// Package controllers holds the reconcilers that drive a Docker host toward the
-// Sandbox objects: the Sandbox reconciler (this file and its steps) and its Docker
-// event watch.
+// Package sandbox is the Sandbox reconciler of one Docker host (this file and
+// its steps): the host it is bound to, its lifetime (ttl, owner tracking), its
+// credentials Secret, each service (observed, made, probed, or claimed from a
+// warm pool), one status publish per pass, and its teardown; and the Docker
+// event watch that re-queues it.
 package sandbox
 
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -17,7 +18,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
@@ -106,7 +106,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if !sb.DeletionTimestamp.IsZero() {
 		return r.reconcileDelete(ctx, sb)
 	}
-	if err := r.ensureFinalizer(ctx, sb); err != nil {
+	// Note: the finalizer is persisted before anything exists on the Docker host.
+	if err := kit.EnsureFinalizer(ctx, r.Client, sb, Finalizer); err != nil {
 		return ctrl.Result{}, err
 	}
 	if result, onHost, err := r.reconcileDockerHost(ctx, sb); !onHost || err != nil {
@@ -115,7 +116,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	before := sb.DeepCopy()
 	life, err := r.reconcileLifetime(ctx, sb)
 	if err != nil || life.ended {
-		return ctrl.Result{}, errors.Join(err, r.patchStatus(ctx, before, sb))
+		return ctrl.Result{}, errors.Join(err, kit.PatchStatus(ctx, r.Client, before, sb))
 	}
 	result, creds, err := r.provision(ctx, sb)
 	if perr := r.publish(ctx, before, sb, creds); perr != nil {
@@ -144,19 +145,6 @@ func (r *Reconciler) provision(ctx context.Context, sb *sandboxv1.Sandbox) (ctrl
 	r.secrets.stop(key)
 	result, err := r.reconcileServices(ctx, sb, creds)
 	return result, creds, err
-}
-
-// ensureFinalizer persists the finalizer before anything exists on the Docker host.
-func (r *Reconciler) ensureFinalizer(ctx context.Context, sb *sandboxv1.Sandbox) error {
-	if controllerutil.ContainsFinalizer(sb, Finalizer) {
-		return nil
-	}
-	patch := client.MergeFrom(sb.DeepCopy())
-	controllerutil.AddFinalizer(sb, Finalizer)
-	if err := r.Patch(ctx, sb, patch); err != nil {
-		return fmt.Errorf("adding finalizer: %w", err)
-	}
-	return nil
 }
 
 // SetupWithManager registers the reconciler, its Docker event watch and its pull

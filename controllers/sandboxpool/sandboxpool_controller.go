@@ -2,12 +2,9 @@ package sandboxpool
 
 import (
 	"context"
-	"fmt"
 	"sync"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
@@ -84,12 +81,8 @@ func (p *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if !pool.DeletionTimestamp.IsZero() {
 		return p.reconcileDelete(ctx, pool)
 	}
-	if !controllerutil.ContainsFinalizer(pool, PoolFinalizer) {
-		patch := client.MergeFrom(pool.DeepCopy())
-		controllerutil.AddFinalizer(pool, PoolFinalizer)
-		if err := p.Patch(ctx, pool, patch); err != nil {
-			return ctrl.Result{}, fmt.Errorf("adding finalizer: %w", err)
-		}
+	if err := kit.EnsureFinalizer(ctx, p.Client, pool, PoolFinalizer); err != nil {
+		return ctrl.Result{}, err
 	}
 	before := pool.DeepCopy()
 	result, err := p.fill(ctx, pool)
@@ -106,12 +99,12 @@ func (p *Reconciler) onHost(ctx context.Context, pool *sandboxv1.SandboxPool) (b
 	current, err := p.Sandboxes.ProveHost(ctx)
 	switch {
 	case err != nil:
-		setPoolCondition(pool, sandboxv1.ConditionReady, metav1.ConditionFalse, kit.HostReason(err), "cannot prove which Docker host this is: "+err.Error())
+		kit.SetCondition(pool, sandboxv1.ConditionReady, metav1.ConditionFalse, kit.HostReason(err), "cannot prove which Docker host this is: "+err.Error())
 		return false, p.backoff(pool.UID)
 	case pool.Status.DockerHost == nil:
 		pool.Status.DockerHost = kit.HostStatus(current)
 	case pool.Status.DockerHost.ID != current.ID:
-		setPoolCondition(pool, sandboxv1.ConditionReady, metav1.ConditionFalse, sandboxv1.ReasonWrongDockerHost,
+		kit.SetCondition(pool, sandboxv1.ConditionReady, metav1.ConditionFalse, sandboxv1.ReasonWrongDockerHost,
 			kit.WrongHostMessage(*pool.Status.DockerHost, current, "its members are not made, removed or offered here"))
 		return false, kit.Jitter(kit.HostRecheck)
 	}
@@ -161,16 +154,10 @@ func (p *Reconciler) fill(ctx context.Context, pool *sandboxv1.SandboxPool) (ctr
 // claimable soon after it answers, and a few starting members cost few execs.
 const memberProbeInterval = 250 * time.Millisecond
 
+// patchStatus writes what the pass learned, stamped with the generation it saw.
 func (p *Reconciler) patchStatus(ctx context.Context, before, pool *sandboxv1.SandboxPool) error {
 	pool.Status.ObservedGeneration = pool.Generation
-	if equality.Semantic.DeepEqual(before.Status, pool.Status) {
-		return nil
-	}
-	err := p.Status().Patch(ctx, pool, client.MergeFrom(before))
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	return err
+	return kit.PatchStatus(ctx, p.Client, before, pool)
 }
 
 // reconcileDelete removes the unclaimed members (claimed ones are their
@@ -198,12 +185,7 @@ func (p *Reconciler) reconcileDelete(ctx context.Context, pool *sandboxv1.Sandbo
 	}
 	p.Host.Warm().Forget(string(pool.UID), nil)
 	p.Keys.Forget(pool.UID)
-	patch := client.MergeFrom(pool.DeepCopy())
-	controllerutil.RemoveFinalizer(pool, PoolFinalizer)
-	if err := p.Patch(ctx, pool, patch); err != nil && !apierrors.IsNotFound(err) {
-		return ctrl.Result{}, fmt.Errorf("removing finalizer: %w", err)
-	}
-	return ctrl.Result{}, nil
+	return ctrl.Result{}, kit.RemoveFinalizer(ctx, p.Client, pool, PoolFinalizer)
 }
 
 // backoff is the pool's next retry delay after a failed Docker call.

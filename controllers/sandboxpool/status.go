@@ -10,13 +10,8 @@ import (
 	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
 	dd "github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver"
 	"github.com/roboco-sandbox/sandbox-controller/internal/host"
+	"github.com/roboco-sandbox/sandbox-controller/internal/kit"
 )
-
-func setPoolCondition(pool *sandboxv1.SandboxPool, condType string, status metav1.ConditionStatus, reason, message string) {
-	meta.SetStatusCondition(&pool.Status.Conditions, metav1.Condition{
-		Type: condType, Status: status, Reason: reason, Message: message, ObservedGeneration: pool.Generation,
-	})
-}
 
 // setPoolStatus reports the members a pass found, and created more of.
 func setPoolStatus(pool *sandboxv1.SandboxPool, ms poolMembers, created int) {
@@ -28,18 +23,18 @@ func setPoolStatus(pool *sandboxv1.SandboxPool, ms poolMembers, created int) {
 	s.Selector = host.LabelPoolUID + "=" + string(pool.UID)
 	meta.RemoveStatusCondition(&s.Conditions, sandboxv1.ConditionStalled)
 	if s.ReadyReplicas >= want {
-		setPoolCondition(pool, sandboxv1.ConditionReady, metav1.ConditionTrue, sandboxv1.ReasonFull,
+		kit.SetCondition(pool, sandboxv1.ConditionReady, metav1.ConditionTrue, sandboxv1.ReasonFull,
 			fmt.Sprintf("%d of %d members ready to claim", s.ReadyReplicas, want))
 		return
 	}
-	setPoolCondition(pool, sandboxv1.ConditionReady, metav1.ConditionFalse, sandboxv1.ReasonFilling,
+	kit.SetCondition(pool, sandboxv1.ConditionReady, metav1.ConditionFalse, sandboxv1.ReasonFilling,
 		fmt.Sprintf("%d of %d members ready to claim, %d starting", s.ReadyReplicas, want, s.Replicas-s.ReadyReplicas))
 }
 
 // poolStalled: the class cannot be made (the message names what is allowed).
 func poolStalled(pool *sandboxv1.SandboxPool, message string) {
-	setPoolCondition(pool, sandboxv1.ConditionReady, metav1.ConditionFalse, sandboxv1.ReasonInvalidSpec, message)
-	setPoolCondition(pool, sandboxv1.ConditionStalled, metav1.ConditionTrue, sandboxv1.ReasonInvalidSpec, message)
+	kit.SetCondition(pool, sandboxv1.ConditionReady, metav1.ConditionFalse, sandboxv1.ReasonInvalidSpec, message)
+	kit.SetCondition(pool, sandboxv1.ConditionStalled, metav1.ConditionTrue, sandboxv1.ReasonInvalidSpec, message)
 }
 
 // poolDockerDown: a Docker call failed; the pool retries with backoff.
@@ -48,5 +43,5 @@ func poolDockerDown(pool *sandboxv1.SandboxPool, err error) {
 	if errors.Is(err, dd.ErrUnavailable) {
 		reason = sandboxv1.ReasonDockerUnavailable
 	}
-	setPoolCondition(pool, sandboxv1.ConditionReady, metav1.ConditionFalse, reason, err.Error())
+	kit.SetCondition(pool, sandboxv1.ConditionReady, metav1.ConditionFalse, reason, err.Error())
 }

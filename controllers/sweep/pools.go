@@ -2,11 +2,11 @@ package sweep
 
 import (
 	"context"
-	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
+	"github.com/roboco-sandbox/sandbox-controller/internal/claim"
 	dd "github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver"
 	"github.com/roboco-sandbox/sandbox-controller/internal/host"
 )
@@ -62,11 +62,8 @@ func (r *Reconciler) poolOwners(ctx context.Context) (pools, claimed map[string]
 	}
 	claimed = map[string]bool{}
 	for _, item := range sl.Items {
-		for k, v := range item.Annotations {
-			if strings.HasPrefix(k, sandboxv1.AnnotationClaimPrefix) {
-				id, _, _ := strings.Cut(v, "/")
-				claimed[id] = true
-			}
+		for _, rec := range claim.RecordsIn(item.Annotations) {
+			claimed[rec.ID] = true
 		}
 	}
 	return pools, claimed, nil

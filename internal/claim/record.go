@@ -1,15 +1,21 @@
+// Package claim is the claim record of a warm pool member: which member serves a
+// Sandbox's service. It is the one place that writes and parses it.
 package claim
 
 import (
+	"context"
+	"encoding/json"
 	"maps"
 	"strings"
 	"sync"
 
-	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
 )
 
-// A claim record says which pool member serves a Sandbox's service: the member's
+// A Record says which pool member serves a Sandbox's service: the member's
 // container ID and the hash of the credentials it is rotated to. It is written
 // on the Sandbox (AnnotationClaimPrefix + engine) before the rename that makes
 // the claim, so neither a crash nor a lost status orphans or duplicates a member:
@@ -21,9 +27,12 @@ type Record struct{ ID, Credentials string }
 func (c Record) String() string { return c.ID + "/" + c.Credentials }
 
 // Records reads a Sandbox's claim records, by engine.
-func Records(sb *sandboxv1.Sandbox) map[string]Record {
+func Records(sb *sandboxv1.Sandbox) map[string]Record { return RecordsIn(sb.Annotations) }
+
+// RecordsIn reads the claim records among an object's annotations, by engine.
+func RecordsIn(annotations map[string]string) map[string]Record {
 	out := map[string]Record{}
-	for k, v := range sb.Annotations {
+	for k, v := range annotations {
 		engine, ok := strings.CutPrefix(k, sandboxv1.AnnotationClaimPrefix)
 		id, creds, ok2 := strings.Cut(v, "/")
 		if ok && ok2 && id != "" {
@@ -41,7 +50,25 @@ type Recent struct {
 	m  map[types.UID]map[string]Record
 }
 
-func (rc *Recent) Add(uid types.UID, engine string, c Record) {
+// Write records rec as the claim of sb's service of engine (a merge patch of one
+// annotation: services claiming at once do not conflict), then remembers it
+// until the cache shows it.
+func (rc *Recent) Write(ctx context.Context, c client.Writer, sb *sandboxv1.Sandbox, engine string, rec Record) error {
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{
+		sandboxv1.AnnotationClaimPrefix + engine: rec.String()}}})
+	if err != nil {
+		return err
+	}
+	target := &sandboxv1.Sandbox{}
+	target.Namespace, target.Name = sb.Namespace, sb.Name
+	if err := c.Patch(ctx, target, client.RawPatch(types.MergePatchType, patch)); err != nil {
+		return err
+	}
+	rc.add(sb.UID, engine, rec)
+	return nil
+}
+
+func (rc *Recent) add(uid types.UID, engine string, c Record) {
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
 	if rc.m == nil {
@@ -62,6 +89,7 @@ func (rc *Recent) Of(sb *sandboxv1.Sandbox) map[string]Record {
 	return out
 }
 
+// Forget drops what is remembered of a Sandbox that is gone.
 func (rc *Recent) Forget(uid types.UID) {
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
