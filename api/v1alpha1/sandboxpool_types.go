@@ -151,5 +151,5 @@ type PoolSelection struct {
 // AnnotationClaimPrefix, followed by an engine name, is the annotation a Sandbox
 // carries for a service whose container it claimed from a pool: the member's
 // container ID and the hash of the credentials it was rotated to. The controller
-// writes it before the rename that makes the claim (see README, Warm pools).
+// writes it before the rename that makes the claim (see docs/pools.md).
 const AnnotationClaimPrefix = "claim.sandbox.roboco.io/"

@@ -112,8 +112,9 @@ func TestOptionsMessagesNameFlags(t *testing.T) {
 	}
 }
 
-// TestFlagSpellings: the spellings the README, the Deployment, hack/demo.sh and the
-// e2e suite use all parse; a single-dash long flag is explained.
+// TestFlagSpellings: the spellings the docs (docs/operating.md, docs/security.md),
+// the Deployment, hack/demo.sh and the e2e suite use all parse; a single-dash
+// long flag is explained.
 func TestFlagSpellings(t *testing.T) {
 	s, err := parseSettings([]string{
 		"--leader-elect", "--metrics-bind-address=:8080", "--health-probe-bind-address", ":8081",

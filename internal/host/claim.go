@@ -34,7 +34,7 @@ type Claimed struct {
 // (atomic, and Docker keeps names unique, so no two Sandboxes can hold one
 // member), then its password rotated to svc's and proven by a login: the
 // rotation prepared when the member was offered, or one prepared now.
-// The caller records the claim before calling (see the README, Warm pools).
+// The caller records the claim before calling (see docs/pools.md).
 func (h *Host) Claim(ctx context.Context, svc Service, m Member) (Claimed, error) {
 	defer h.warm.release(m.ID) // a rotation prepared ahead, when the claim ends before it runs
 	h.warm.claims.Add(1)

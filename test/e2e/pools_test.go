@@ -15,7 +15,7 @@ import (
 )
 
 // Each engine's container-name slug and the Secret variable of its password, as
-// the README documents them.
+// docs/api.md documents them.
 var (
 	slugs        = map[string]string{"postgres": "pg", "redis": "redis"}
 	passwordKeys = map[string]string{"postgres": "ROBOCO_TEST_DB_PASSWORD", "redis": "ROBOCO_TEST_REDIS_PASSWORD"}

@@ -11,7 +11,7 @@ import (
 // TestChartInstalls: on an API server with no CRD, helm install brings the CRDs,
 // the manager's RBAC (it may do its work, and no more than config/default
 // grants) and its Deployment; upgrade applies new values; uninstall removes the
-// release and keeps the CRDs and the Sandboxes, as the README says.
+// release and keeps the CRDs and the Sandboxes, as docs/operating.md says.
 func TestChartInstalls(t *testing.T) {
 	env, err := testenv.StartWithoutCRDs()
 	if err != nil {

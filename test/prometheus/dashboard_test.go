@@ -122,7 +122,7 @@ func TestDashboardQueries(t *testing.T) {
 }
 
 // TestDashboardReadsServedMetrics: every metric the dashboard reads is one the
-// manager serves: ours are in the README's metrics table, controller-runtime's
+// manager serves: ours are in the metrics table of docs/operating.md, controller-runtime's
 // are named in the pinned controller-runtime's source.
 func TestDashboardReadsServedMetrics(t *testing.T) {
 	d := readDashboard(t)

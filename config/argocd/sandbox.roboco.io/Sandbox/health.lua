@@ -1,5 +1,6 @@
 -- Argo CD health check for sandbox.roboco.io/Sandbox. Install it in argocd-cm
--- under resource.customizations.health.sandbox.roboco.io_Sandbox (see README).
+-- under resource.customizations.health.sandbox.roboco.io_Sandbox (see
+-- docs/api.md, GitOps tools).
 -- Healthy: Ready for the current generation. Degraded: Stalled (a change is
 -- needed), or a failure the controller keeps retrying (the message says which).
 -- Progressing: not yet observed, provisioning, or being deleted.
