@@ -185,6 +185,31 @@ var _ = Describe("Owner", func() {
 		Expect(metricValue("sandbox_owner_gone_deletions_total", nil)).To(Equal(deletions + 1))
 	})
 
+	It("keeps the Sandbox while its owner is paused, however long, and starts the grace only once it exits", func() {
+		const grace = 2 * time.Second
+		startManager(host, lifetimeOptions(grace))
+		seedOwner(host, "roboco-agent-frozen-1")
+		sb := ownedSandbox(ns, "frozen", "frozen-1", 0, "redis")
+		Expect(k8sClient.Create(ctx, sb)).To(Succeed())
+		waitReady(sb)
+		ids := containerIDs(host, sb)
+
+		By("a paused owner, the Sandbox touched meanwhile (every touch is a pass)")
+		Expect(host.Pause("roboco-agent-frozen-1")).To(Succeed())
+		poke(sb)
+		Eventually(condition(sb, sandboxv1.ConditionOwnerAlive)).Should(Equal("True/Paused"))
+		Consistently(func() bool { poke(sb); return deleting(sb) || missingSince(sb) != nil },
+			3*grace, 250*time.Millisecond).Should(BeFalse(), "a paused owner is alive")
+		Expect(containerIDs(host, sb)).To(Equal(ids))
+		Expect(eventReasons(sb)()).NotTo(ContainElement("OwnerMissing"))
+
+		By("an owner that exits after its pause: the grace starts")
+		Expect(host.Unpause("roboco-agent-frozen-1")).To(Succeed())
+		Expect(host.ExitContainer("roboco-agent-frozen-1", 0, 0)).To(Succeed())
+		Eventually(condition(sb, sandboxv1.ConditionOwnerAlive)).Should(Equal("False/Missing"))
+		whenDeleted(sb, grace+10*time.Second)
+	})
+
 	It("deletes at the original deadline across a controller restart in the window, neither later nor earlier", func() {
 		// The restart falls 3s into an 8s window: a controller that started the window
 		// again would delete at least 3s late, beyond lateBy.

@@ -69,15 +69,15 @@ func (r *Reconciler) reconcileOwner(ctx context.Context, sb *sandboxv1.Sandbox) 
 
 	owner, err := r.Driver.Inspect(ctx, name)
 	switch {
-	case err == nil && owner.State == dd.StateRunning:
+	case err == nil && owner.State.Alive():
 		if since := sb.Status.OwnerMissingSince; since != nil {
 			r.Recorder.Eventf(sb, nil, corev1.EventTypeNormal, sandboxv1.EventOwnerBack, sandboxv1.ActionReconcile,
 				"owner container %s runs again after %s missing", name, time.Since(since.Time).Round(time.Second))
 			log.Info("Owner container runs again", "missingSince", since.Time)
 		}
 		sb.Status.OwnerMissingSince = nil
-		kit.SetCondition(sb, sandboxv1.ConditionOwnerAlive, metav1.ConditionTrue, sandboxv1.ReasonRunning,
-			fmt.Sprintf("owner container %s is running", name))
+		kit.SetCondition(sb, sandboxv1.ConditionOwnerAlive, metav1.ConditionTrue, aliveReason(owner.State),
+			fmt.Sprintf("owner container %s is %s", name, owner.State))
 		return 0, false, nil
 	case err != nil && !errors.Is(err, dd.ErrNotFound):
 		// Note: an unanswered inspect says nothing about the owner; concluding it is
@@ -162,6 +162,14 @@ func ceilSecond(t time.Time) time.Time {
 		return r.Add(time.Second)
 	}
 	return t
+}
+
+// aliveReason is OwnerAlive's reason for a live owner: Paused for a frozen one.
+func aliveReason(s dd.State) string {
+	if s == dd.StatePaused {
+		return sandboxv1.ReasonPaused
+	}
+	return sandboxv1.ReasonRunning
 }
 
 // ownerState says in words what became of the owner.

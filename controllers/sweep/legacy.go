@@ -27,14 +27,14 @@ func (r *Reconciler) legacyOwnerGoneSince(ctx context.Context, owner string, now
 	}
 	delete(r.ownerMissing, owner)
 	switch {
-	case c.State == dd.StateRunning:
+	case c.State.Alive():
 		return time.Time{}, nil
 	case c.StartedAt.IsZero():
 		return c.CreatedAt, nil // never started
 	case c.FinishedAt.After(c.StartedAt):
 		return c.FinishedAt, nil
 	default:
-		return now, nil // paused or restarting: no record of when it stopped serving
+		return now, nil // no record of when it stopped serving
 	}
 }
 

@@ -80,6 +80,14 @@ const (
 	StateDead       State = "dead"
 )
 
+// Alive says whether a container in state s is still its owner's: running, or
+// frozen (paused) or brought back by Docker (restarting). Only one that exited,
+// died, is being removed or is gone has left; one created and never started has
+// not begun.
+func (s State) Alive() bool {
+	return s == StateRunning || s == StatePaused || s == StateRestarting
+}
+
 // Container is an inspected container.
 type Container struct {
 	ID   string

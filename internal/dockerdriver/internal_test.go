@@ -170,3 +170,14 @@ func TestValidate(t *testing.T) {
 		t.Errorf("aliases without network: %v", err)
 	}
 }
+
+func TestStateAlive(t *testing.T) {
+	for s, want := range map[State]bool{
+		StateRunning: true, StatePaused: true, StateRestarting: true,
+		StateCreated: false, StateExited: false, StateDead: false, StateRemoving: false,
+	} {
+		if got := s.Alive(); got != want {
+			t.Errorf("%s.Alive() = %v, want %v", s, got, want)
+		}
+	}
+}
