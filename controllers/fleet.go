@@ -80,6 +80,8 @@ func (f *fleet) AddDialled(name string, driver dd.Driver, endpoint, tlsVersion s
 // Redial points the host's controllers at a new driver.
 func (hs *hostSet) Redial(driver dd.Driver, endpoint, tlsVersion string) {
 	hs.sw.Swap(driver)
+	// Note: the new endpoint may reach another daemon: the proof is of the old one.
+	hs.identity.Forget()
 	hs.endpoint, hs.tlsVersion = endpoint, tlsVersion
 }
 

@@ -187,6 +187,50 @@ var _ = Describe("A fleet of Docker hosts", func() {
 		Expect(get(sb).Status.Services[0].ContainerID).To(Equal(id))
 	})
 
+	It("stops serving a host whose endpoint now reaches another daemon, changes nothing there, and resumes with the same containers when pointed back", func() {
+		registerHost("fleet-b", nil, nil)
+		registerHost("fleet-c", nil, nil)
+		fleetOf(local, map[string]*engineSim{"fleet-b": b, "fleet-c": c})
+		sb := newSandbox(ns, "moved", "moved-1", "redis")
+		sb.Spec.DockerHost = "fleet-b"
+		Expect(k8sClient.Create(ctx, sb)).To(Succeed())
+		id := waitReady(sb).Status.Services[0].ContainerID
+		identityOf := func(name string) func() string {
+			return func() string {
+				if i := dockerHost(name).Status.Identity; i != nil {
+					return i.ID
+				}
+				return ""
+			}
+		}
+		Eventually(identityOf("fleet-c")).ShouldNot(BeEmpty())
+		bID, cID := identityOf("fleet-b")(), identityOf("fleet-c")()
+		creates, removes := c.Calls(fake.VerbCreateContainer), c.Calls(fake.VerbRemove)
+
+		By("pointing fleet-b at fleet-c's daemon: no poke, the redial alone must tell")
+		setEndpoint := func(endpoint string) {
+			h := dockerHost("fleet-b")
+			patch := client.MergeFrom(h.DeepCopy())
+			h.Spec.Endpoint = endpoint
+			Expect(k8sClient.Patch(ctx, h, patch)).To(Succeed())
+		}
+		setEndpoint("unix:///fake/fleet-c")
+		Eventually(condition(sb, sandboxv1.ConditionReady)).Should(Equal("False/WrongDockerHost"))
+		Expect(conditionOf(sb, sandboxv1.ConditionReady).Message).To(And(ContainSubstring(bID), ContainSubstring(cID)))
+		Eventually(identityOf("fleet-b")).Should(Equal(cID))
+		poke(sb) // any further pass must not act on the other daemon either
+		Consistently(func() int { return c.Calls(fake.VerbCreateContainer) - creates + c.Calls(fake.VerbRemove) - removes },
+			2*time.Second).Should(BeZero())
+		Expect(containersOf(c, sb)).To(BeEmpty())
+		Expect(containersOf(b, sb)).To(HaveLen(1))
+
+		By("pointing it back: the same container serves again")
+		setEndpoint("unix:///fake/fleet-b")
+		Eventually(condition(sb, sandboxv1.ConditionReady)).Should(Equal("True/Ready"))
+		Expect(get(sb).Status.Services[0].ContainerID).To(Equal(id))
+		Eventually(identityOf("fleet-b")).Should(Equal(bID))
+	})
+
 	It("keeps a deleted host, and serves its Sandboxes, until they are gone; a cordoned host takes nothing new", func() {
 		h := registerHost("fleet-b", map[string]string{"zone": "zb"}, nil)
 		fleetOf(local, map[string]*engineSim{"fleet-b": b})
