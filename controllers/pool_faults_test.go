@@ -93,6 +93,100 @@ var _ = Describe("Warm pools, when a claim is cut short", func() {
 		Expect(redisPing(host, cs[0].ID, secretOf(got)["ROBOCO_TEST_REDIS_PASSWORD"])).To(Equal("PONG"))
 	})
 
+	It("keeps serving a claimed member when a plain Update drops every annotation and changes the spec, through the sweeps", func() {
+		sb := newSandbox(ns, "replaced", "replaced-1", "redis")
+		Expect(k8sClient.Create(ctx, sb)).To(Succeed())
+		got := waitReady(sb)
+		id := got.Status.Services[0].ContainerID
+		Expect(servedBy(host, got, "redis")[0].Labels).To(HaveKey(shost.LabelPoolUID), "not served by a member")
+		reaped := metricValue("sandbox_orphans_reaped_total", map[string]string{"kind": "pool"})
+
+		By("an orchestrator's read-modify-write: its annotations emptied, spec.ttl changed")
+		cur := get(sb)
+		cur.Annotations = map[string]string{}
+		cur.Spec.TTL = &metav1.Duration{Duration: 4 * time.Hour}
+		Expect(k8sClient.Update(ctx, cur)).To(Succeed())
+		Consistently(func() []string {
+			var ids []string
+			for _, c := range servedBy(host, get(sb), "redis") {
+				ids = append(ids, c.ID)
+			}
+			return ids
+		}, 4*time.Second, 100*time.Millisecond).Should(Equal([]string{id}), "another container serves it after the update (the sweep runs every 500ms)")
+		Expect(sandboxv1.IsReady(get(sb))).To(BeTrue())
+		Expect(get(sb).Status.Services[0].ContainerID).To(Equal(id))
+		Expect(metricValue("sandbox_orphans_reaped_total", map[string]string{"kind": "pool"})).To(Equal(reaped))
+		Expect(eventReasons(sb)()).NotTo(ContainElement(sandboxv1.EventRecreated))
+	})
+
+	It("ignores, reports and removes a claim annotation naming a container it did not claim; takes and removes nothing", func() {
+		victim := newSandbox(ns, "victim", "victim-1", "redis")
+		Expect(k8sClient.Create(ctx, victim)).To(Succeed())
+		victimID := waitReady(victim).Status.Services[0].ContainerID
+		Eventually(poolCounts(pool)).Should(Equal([3]int64{2, 2, 1}))
+		unclaimed := members(host, pool)
+		Expect(unclaimed).NotTo(BeEmpty())
+
+		forger := newSandbox(ns, "forger", "forger-1", "redis")
+		forger.Spec.Pools = &sandboxv1.PoolSelection{Policy: sandboxv1.PoolPolicyNever}
+		Expect(k8sClient.Create(ctx, forger)).To(Succeed())
+		ownID := waitReady(forger).Status.Services[0].ContainerID
+		for _, target := range []string{victimID, unclaimed[0].ID} {
+			cur := get(forger)
+			patch := client.MergeFrom(cur.DeepCopy())
+			metav1.SetMetaDataAnnotation(&cur.ObjectMeta, sandboxv1.AnnotationClaimPrefix+"redis", target+"/x")
+			Expect(k8sClient.Patch(ctx, cur, patch)).To(Succeed())
+			Eventually(func() map[string]string { return get(forger).Annotations }).ShouldNot(HaveKey(sandboxv1.AnnotationClaimPrefix + "redis"))
+		}
+		Expect(eventReasons(forger)()).To(ContainElement(sandboxv1.EventClaimRecordIgnored))
+		Consistently(func() bool {
+			_, victimKept := host.Peek(victimID)
+			_, memberKept := host.Peek(unclaimed[0].ID)
+			return victimKept && memberKept
+		}, 2*time.Second).Should(BeTrue(), "a forged record got a container removed")
+		Expect(get(forger).Status.Claims).To(BeEmpty())
+		Expect(get(forger).Status.Services[0].ContainerID).To(Equal(ownID))
+		Expect(get(victim).Status.Services[0].ContainerID).To(Equal(victimID))
+	})
+
+	It("keeps a claim an earlier release recorded in an annotation: the same container, recorded in status, the annotation gone", func() {
+		sb := newSandbox(ns, "upgraded", "upgraded-1", "redis")
+		Expect(k8sClient.Create(ctx, sb)).To(Succeed())
+		got := waitReady(sb)
+		id, record := got.Status.Services[0].ContainerID, claimsOn(got)
+		stop()
+		cur := get(sb)
+		cur.Status.Claims = nil
+		Expect(k8sClient.Status().Update(ctx, cur)).To(Succeed())
+		cur = get(sb)
+		patch := client.MergeFrom(cur.DeepCopy())
+		metav1.SetMetaDataAnnotation(&cur.ObjectMeta, sandboxv1.AnnotationClaimPrefix+"redis", record)
+		Expect(k8sClient.Patch(ctx, cur, patch)).To(Succeed())
+		opts := testOptions()
+		opts.SweepInterval = 500 * time.Millisecond
+		stop = startManager(host, opts)
+		Eventually(func() string { return claimsOn(get(sb)) }).Should(Equal(record))
+		Eventually(func() map[string]string { return get(sb).Annotations }).ShouldNot(HaveKey(sandboxv1.AnnotationClaimPrefix + "redis"))
+		Expect(eventReasons(sb)()).To(ContainElement(sandboxv1.EventClaimRecovered))
+		Expect(eventReasons(sb)()).NotTo(ContainElement(sandboxv1.EventClaimRecordIgnored))
+		Expect(waitReady(sb).Status.Services[0].ContainerID).To(Equal(id))
+		Expect(servedBy(host, get(sb), "redis")).To(HaveLen(1))
+	})
+
+	It("stalls a Sandbox whose name another namespace's claimed member holds, without telling anyone to remove that member", func() {
+		sb := newSandbox(ns, "holder", "shared-1", "redis")
+		Expect(k8sClient.Create(ctx, sb)).To(Succeed())
+		id := waitReady(sb).Status.Services[0].ContainerID
+		other := newSandbox(newNamespace(), "squatter", "shared-1", "redis")
+		Expect(k8sClient.Create(ctx, other)).To(Succeed())
+		Eventually(condition(other, sandboxv1.ConditionStalled)).Should(Equal("True/NameConflict"))
+		msg := conditionOf(other, sandboxv1.ConditionStalled).Message
+		Expect(msg).To(ContainSubstring("claimed warm pool member"))
+		Expect(msg).NotTo(ContainSubstring("remove it"))
+		_, kept := host.Peek(id)
+		Expect(kept).To(BeTrue())
+	})
+
 	It("reaps a claimed member whose Sandbox went without its teardown, and the members of a pool gone the same way", func() {
 		sb := newSandbox(ns, "forced", "forced-1", "redis")
 		Expect(k8sClient.Create(ctx, sb)).To(Succeed())
@@ -152,8 +246,13 @@ var _ = Describe("Warm pools, when a claim is cut short", func() {
 	})
 })
 
+// claimsOn is sb's claim record of its redis service, "<container ID>/<credentials>".
 func claimsOn(sb *sandboxv1.Sandbox) string {
-	return sb.Annotations[sandboxv1.AnnotationClaimPrefix+"redis"]
+	c, ok := sb.Status.Claims["redis"]
+	if !ok {
+		return ""
+	}
+	return c.ContainerID + "/" + c.Credentials
 }
 
 func isMember(c dd.ContainerSummary) bool { return len(c.Name) > 12 && c.Name[:12] == "sandboxpool-" }

@@ -106,7 +106,7 @@ var _ = Describe("Warm pools", func() {
 		Expect(ok).To(BeTrue())
 		Expect(c.Name).To(Equal("roboco-sandbox-redis-warm-1"))
 		Expect(got.Status.Services[0].Host).To(Equal("roboco-sandbox-redis-warm-1"))
-		Expect(got.Annotations).To(HaveKeyWithValue(sandboxv1.AnnotationClaimPrefix+"redis", HavePrefix(id+"/")))
+		Expect(got.Status.Claims).To(HaveKeyWithValue("redis", HaveField("ContainerID", id)))
 		Expect(eventReasons(sb)()).To(ContainElement(sandboxv1.EventClaimed))
 
 		password := secretOf(sb)["ROBOCO_TEST_REDIS_PASSWORD"]
@@ -125,7 +125,7 @@ var _ = Describe("Warm pools", func() {
 		Consistently(func() int { return host.Calls(fake.VerbCreateContainer) - creates }, time.Second, 20*time.Millisecond).
 			Should(BeZero(), "a refill started while the claim was rotating")
 		got := waitReady(sb)
-		Expect(got.Annotations).To(HaveKey(sandboxv1.AnnotationClaimPrefix+"redis"), "not served by the pool")
+		Expect(got.Status.Claims).To(HaveKey("redis"), "not served by the pool")
 		Eventually(poolCounts(pool)).Should(Equal([3]int64{2, 2, 1}))
 	})
 
@@ -138,7 +138,7 @@ var _ = Describe("Warm pools", func() {
 		Eventually(func() int { return host.Calls(fake.VerbCreateContainer) - creates }, 2*time.Second, 20*time.Millisecond).
 			Should(BeNumerically(">", 0), "the emptied pool did not refill")
 		Expect(sandboxv1.IsReady(get(sb))).To(BeFalse(), "the refill waited for the claim")
-		Expect(waitReady(sb).Annotations).To(HaveKey(sandboxv1.AnnotationClaimPrefix+"redis"), "not served by the pool")
+		Expect(waitReady(sb).Status.Claims).To(HaveKey("redis"), "not served by the pool")
 		Eventually(poolCounts(pool)).Should(Equal([3]int64{1, 1, 1}))
 	})
 
@@ -155,7 +155,7 @@ var _ = Describe("Warm pools", func() {
 		for _, sb := range []*sandboxv1.Sandbox{never, other} {
 			got := waitReady(sb)
 			Expect(containersOf(host, got)).To(HaveLen(1), "not provisioned cold")
-			Expect(got.Annotations).NotTo(HaveKey(HavePrefix(sandboxv1.AnnotationClaimPrefix)))
+			Expect(got.Status.Claims).To(BeEmpty())
 		}
 		Expect(poolCounts(pool)()).To(Equal([3]int64{1, 1, 0}))
 	})

@@ -54,6 +54,13 @@ const (
 	// EventClaimed (Normal): a service was served by a warm pool member, renamed
 	// to the service's container name, its password rotated to the Sandbox's.
 	EventClaimed = "Claimed"
+	// EventClaimRecovered (Normal): a claim lost with the status (a restore, a
+	// status rewritten) was found again: the member named as the service's
+	// container, of a pool of the Sandbox's namespace, answers to its password.
+	EventClaimRecovered = "ClaimRecovered"
+	// EventClaimRecordIgnored (Warning): a claim annotation (AnnotationClaimPrefix)
+	// names a container the Sandbox did not claim; it was ignored and removed.
+	EventClaimRecordIgnored = "ClaimRecordIgnored"
 	// EventMemberReplaced (Normal, on a SandboxPool): an unclaimed member was
 	// removed because it was older than maxAge, of an outdated class, or stopped.
 	EventMemberReplaced = "MemberReplaced"

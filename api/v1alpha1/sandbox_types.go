@@ -210,6 +210,22 @@ type SandboxStatus struct {
 	// cannot prove which host it talks to, does nothing for the Sandbox.
 	// +optional
 	DockerHost *DockerHostStatus `json:"dockerHost,omitempty"`
+
+	// claims are the warm pool members serving this Sandbox's services, by engine.
+	// The controller writes a claim here, through the status subresource, before
+	// the rename that makes it: which container serves a Sandbox is never what an
+	// editor of its spec or metadata writes. A claim lost with the status is found
+	// again by the member answering to the Sandbox's password.
+	// +optional
+	Claims map[string]ServiceClaim `json:"claims,omitempty"`
+}
+
+// ServiceClaim records the pool member a service claimed.
+type ServiceClaim struct {
+	// containerID is the member's container.
+	ContainerID string `json:"containerID"`
+	// credentials is the hash of the credentials it was rotated to.
+	Credentials string `json:"credentials"`
 }
 
 // ServiceStatus is the observed state of one service.

@@ -148,8 +148,8 @@ type PoolSelection struct {
 	Names []string `json:"names,omitempty"`
 }
 
-// AnnotationClaimPrefix, followed by an engine name, is the annotation a Sandbox
-// carries for a service whose container it claimed from a pool: the member's
-// container ID and the hash of the credentials it was rotated to. The controller
-// writes it before the rename that makes the claim (see docs/pools.md).
+// AnnotationClaimPrefix, followed by an engine name, is the annotation in which
+// releases before status.claims recorded a claim. The controller no longer reads
+// it: on a Sandbox it is removed, and reported (event ClaimRecordIgnored) when it
+// names a container the Sandbox did not claim (see docs/pools.md).
 const AnnotationClaimPrefix = "claim.sandbox.roboco.io/"

@@ -90,7 +90,7 @@ func (r *Reconciler) deleteSecret(ctx context.Context, sb *sandboxv1.Sandbox) er
 // pool members; stop, kill, remove with volumes) in parallel, and lists again to
 // confirm they are gone.
 func (r *Reconciler) teardown(ctx context.Context, sb *sandboxv1.Sandbox) (int, error) {
-	cs, _, err := r.ours(ctx, sb)
+	cs, _, err := r.ours(ctx, sb, nil)
 	if err != nil {
 		return 0, err
 	}
@@ -107,7 +107,7 @@ func (r *Reconciler) teardown(ctx context.Context, sb *sandboxv1.Sandbox) (int, 
 	if err := errors.Join(errs...); err != nil {
 		return 0, err
 	}
-	left, _, err := r.ours(ctx, sb)
+	left, _, err := r.ours(ctx, sb, nil)
 	if err != nil {
 		return 0, err
 	}

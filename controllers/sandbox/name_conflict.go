@@ -27,6 +27,12 @@ func (r *Reconciler) nameConflict(ctx context.Context, res serviceResult, confli
 				"(or, if %q was this control plane's earlier name, list it in --legacy-instances)",
 			conflict.Name, dd.ShortID(existing.ID), instance, r.Options.Instance, instance))
 	}
+	if existing.Labels[host.LabelPoolUID] != "" {
+		// Note: a claimed member carries its pool's labels, never its Sandbox's UID.
+		return res.conflict(fmt.Sprintf(
+			"container name %s is taken by container %s, a claimed warm pool member that serves a Sandbox with this agentID on this Docker host and holds its data; it is never touched: use another agentID",
+			conflict.Name, dd.ShortID(existing.ID)))
+	}
 	if !named || uid == "" {
 		return res.conflict(fmt.Sprintf(
 			"container name %s is taken by container %s, which carries no Sandbox UID label (a foreign or legacy container); it is never touched: remove it, or let the orphan sweep reap it",

@@ -2,6 +2,15 @@ package sandbox
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
 	"github.com/roboco-sandbox/sandbox-controller/internal/claim"
@@ -11,35 +20,123 @@ import (
 )
 
 // ours lists the Sandbox's containers: those carrying its UID, and the pool
-// members its claim records name that are proven its own: labelled by a pool of
-// its namespace and this instance, and named as a member not yet claimed, as
-// the Sandbox's service, or as set aside by it (never another Sandbox's).
-func (r *Reconciler) ours(ctx context.Context, sb *sandboxv1.Sandbox) ([]dd.ContainerSummary, map[string]claim.Record, error) {
+// members its claim records (status.claims) name that are proven its own:
+// labelled by a pool of its namespace and this instance, and named as a member
+// not yet claimed, as the Sandbox's service, or as set aside by it (never
+// another Sandbox's). For a service of specs with neither, a claim lost with the
+// status is looked for (recover).
+func (r *Reconciler) ours(ctx context.Context, sb *sandboxv1.Sandbox, specs []host.Service) ([]dd.ContainerSummary, map[string]claim.Record, error) {
 	cs, err := r.Driver.List(ctx, uidSelector(sb))
 	if err != nil {
 		return nil, nil, err
 	}
 	claims := r.claims.Of(sb)
-	if len(claims) == 0 {
+	lost := unrecorded(specs, cs, claims)
+	if len(claims) == 0 && len(lost) == 0 {
 		return cs, claims, nil
-	}
-	ids := map[string]bool{}
-	for _, c := range claims {
-		ids[c.ID] = true
 	}
 	members, err := r.Driver.List(ctx, map[string]string{host.LabelNamespace: sb.Namespace, host.LabelInstance: r.Options.Instance})
 	if err != nil {
 		return nil, nil, err
 	}
+	r.recover(ctx, sb, lost, members, claims)
 	for _, m := range members {
 		e := m.Labels[host.LabelEngine]
 		name := serviceContainerName(sb, e)
-		if ids[m.ID] && m.Labels[host.LabelPoolUID] != "" && claims[e].ID == m.ID &&
+		if m.Labels[host.LabelPoolUID] != "" && claims[e].ID == m.ID &&
 			(host.IsMemberName(m.Name) || m.Name == name || host.IsAside(m.Name, name)) {
 			cs = append(cs, m)
 		}
 	}
 	return cs, claims, nil
+}
+
+// unrecorded are the services of specs with no claim record and no container of
+// the Sandbox's UID: the ones whose claim may have been lost.
+func unrecorded(specs []host.Service, cs []dd.ContainerSummary, claims map[string]claim.Record) []host.Service {
+	var out []host.Service
+	for _, s := range specs {
+		e := s.Engine.Name()
+		_, recorded := claims[e]
+		if !recorded && !slices.ContainsFunc(cs, func(c dd.ContainerSummary) bool { return c.Labels[host.LabelEngine] == e }) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// recover finds the claims lost with the status (restored, or rewritten): the
+// pool member named as the service's container, labelled by a pool of the
+// Sandbox's namespace and this instance, proven by provenLost. Such a claim is
+// recorded again; nothing else is taken for the Sandbox's.
+func (r *Reconciler) recover(ctx context.Context, sb *sandboxv1.Sandbox, lost []host.Service, members []dd.ContainerSummary, claims map[string]claim.Record) {
+	for _, s := range lost {
+		e := s.Engine.Name()
+		i := slices.IndexFunc(members, func(m dd.ContainerSummary) bool {
+			return m.Name == s.Container.Name && m.Labels[host.LabelPoolUID] != "" && m.Labels[host.LabelEngine] == e
+		})
+		if i < 0 {
+			continue
+		}
+		c, err := r.Driver.Inspect(ctx, members[i].ID)
+		if err != nil {
+			continue
+		}
+		if !r.provenLost(ctx, sb, s, c) {
+			continue
+		}
+		rec := claim.Record{ID: c.ID, Credentials: host.CredentialsHash(s.Password)}
+		if err := r.claims.Write(ctx, r.Client, sb, e, rec); err != nil {
+			logf.FromContext(ctx).Error(err, "Recording a recovered claim", "engine", e, "container", c.Name)
+			continue
+		}
+		claims[e] = rec
+		r.Recorder.Eventf(sb, nil, corev1.EventTypeNormal, sandboxv1.EventClaimRecovered, sandboxv1.ActionReconcile,
+			"%s: the claim of pool member %s, lost with the status, was found again (it answers to the Sandbox's password)", e, c.Name)
+	}
+}
+
+// provenLost says whether c, named as s's container, is the Sandbox's: it answers
+// to the Sandbox's password, which only a claim by this Sandbox gave it, or
+// still to its own member password, never handed to anyone (a claim cut short
+// between its rename and its rotation, which this finishes).
+func (r *Reconciler) provenLost(ctx context.Context, sb *sandboxv1.Sandbox, s host.Service, c dd.Container) bool {
+	addr := host.Address(c, s.Network)
+	if passed, _ := r.Host.Probe(ctx, s, c, addr); passed {
+		return true
+	}
+	passed, _ := r.rotateClaimed(ctx, serviceWork{sb: sb, svc: s}, c, addr)
+	return passed
+}
+
+// dropLegacyClaims removes the claim annotations of releases before
+// status.claims: never read as a proof (any editor of the Sandbox writes
+// them), and reported when one names another container than the Sandbox's
+// records (after ours: a live claim of an earlier release is found again).
+func (r *Reconciler) dropLegacyClaims(ctx context.Context, sb *sandboxv1.Sandbox, records map[string]claim.Record) error {
+	legacy := claim.Legacy(sb.Annotations)
+	if len(legacy) == 0 {
+		return nil
+	}
+	drop := map[string]any{}
+	for _, e := range slices.Sorted(maps.Keys(legacy)) {
+		drop[sandboxv1.AnnotationClaimPrefix+e] = nil
+		if rec, ok := records[e]; !ok || rec.ID != legacy[e].ID {
+			r.Recorder.Eventf(sb, nil, corev1.EventTypeWarning, sandboxv1.EventClaimRecordIgnored, sandboxv1.ActionReconcile,
+				"annotation %s%s names container %q, which this Sandbox did not claim: ignored and removed (claims are recorded in status.claims)",
+				sandboxv1.AnnotationClaimPrefix, e, legacy[e].ID)
+		}
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": drop}})
+	if err != nil {
+		return err
+	}
+	target := &sandboxv1.Sandbox{}
+	target.Namespace, target.Name = sb.Namespace, sb.Name
+	if err := r.Patch(ctx, target, client.RawPatch(types.MergePatchType, patch)); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("removing claim annotations: %w", err)
+	}
+	return nil
 }
 
 // serviceContainerName is the container name of sb's service of engine name.

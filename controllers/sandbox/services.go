@@ -33,10 +33,13 @@ func (r *Reconciler) reconcileServices(ctx context.Context, sb *sandboxv1.Sandbo
 			return ctrl.Result{RequeueAfter: kit.Jitter(kit.StalledRecheck)}, nil
 		}
 	}
-	ours, claims, err := r.ours(ctx, sb)
+	ours, claims, err := r.ours(ctx, sb, specs)
 	if err != nil {
 		dockerDown(sb, err, retryLater(ctx))
 		return ctrl.Result{}, nil
+	}
+	if err := r.dropLegacyClaims(ctx, sb, claims); err != nil {
+		logf.FromContext(ctx).Error(err, "Removing the claim annotations of an earlier release; retried next pass")
 	}
 	for i := range specs {
 		if c, ok := claims[specs[i].Engine.Name()]; ok {

@@ -31,6 +31,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.APIReader == nil {
 		r.APIReader = mgr.GetAPIReader()
 	}
+	if r.Cache == nil {
+		r.Cache = mgr.GetCache()
+	}
 	r.legacyOwners = map[string]bool{}
 	r.ownerMissing = map[string]time.Time{}
 	if r.Events == nil {

@@ -63,8 +63,9 @@ const (
 // UID is gone. Control planes sharing a Docker host must scope their sweeps with
 // Options.SweepSelector (or run one sweep): each would reap the others' containers.
 type Reconciler struct {
-	// APIReader lists Sandboxes from the API server (default: the manager's).
-	APIReader client.Reader
+	// APIReader lists Sandboxes from the API server (default: the manager's);
+	// Cache reads them as the manager's cache has them (default: its cache).
+	APIReader, Cache client.Reader
 	Driver    dd.Driver
 	Options   options.Options
 	// Events is the Docker host's event stream, and identity proves which host it

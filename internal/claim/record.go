@@ -1,5 +1,5 @@
 // Package claim is the claim record of a warm pool member: which member serves a
-// Sandbox's service. It is the one place that writes and parses it.
+// Sandbox's service. It is the one place that writes and reads it.
 package claim
 
 import (
@@ -17,25 +17,36 @@ import (
 
 // A Record says which pool member serves a Sandbox's service: the member's
 // container ID and the hash of the credentials it is rotated to. It is written
-// on the Sandbox (AnnotationClaimPrefix + engine) before the rename that makes
-// the claim, so neither a crash nor a lost status orphans or duplicates a member:
-// what proves a claimed member is the Sandbox's is the record naming its ID, the
-// member's labels naming a pool of the Sandbox's namespace, and Docker's unique
-// name (a member not yet renamed is replaced, one renamed is the service).
+// in the Sandbox's status (status.claims[engine]), which only the controller
+// writes, before the rename that makes the claim, so neither a crash nor an edit
+// of the Sandbox orphans or duplicates a member: what proves a claimed member is
+// the Sandbox's is the record naming its ID, the member's labels naming a pool of
+// the Sandbox's namespace, and Docker's unique name (a member not yet renamed is
+// replaced, one renamed is the service).
 type Record struct{ ID, Credentials string }
 
 func (c Record) String() string { return c.ID + "/" + c.Credentials }
 
 // Records reads a Sandbox's claim records, by engine.
-func Records(sb *sandboxv1.Sandbox) map[string]Record { return RecordsIn(sb.Annotations) }
+func Records(sb *sandboxv1.Sandbox) map[string]Record {
+	out := make(map[string]Record, len(sb.Status.Claims))
+	for engine, c := range sb.Status.Claims {
+		if c.ContainerID != "" {
+			out[engine] = Record{ID: c.ContainerID, Credentials: c.Credentials}
+		}
+	}
+	return out
+}
 
-// RecordsIn reads the claim records among an object's annotations, by engine.
-func RecordsIn(annotations map[string]string) map[string]Record {
+// Legacy reads the claim annotations (AnnotationClaimPrefix) of releases
+// before status.claims, by engine: never a proof of a claim, only what to
+// report and remove.
+func Legacy(annotations map[string]string) map[string]Record {
 	out := map[string]Record{}
 	for k, v := range annotations {
 		engine, ok := strings.CutPrefix(k, sandboxv1.AnnotationClaimPrefix)
-		id, creds, ok2 := strings.Cut(v, "/")
-		if ok && ok2 && id != "" {
+		id, creds, _ := strings.Cut(v, "/")
+		if ok {
 			out[engine] = Record{ID: id, Credentials: creds}
 		}
 	}
@@ -50,18 +61,18 @@ type Recent struct {
 	m  map[types.UID]map[string]Record
 }
 
-// Write records rec as the claim of sb's service of engine (a merge patch of one
-// annotation: services claiming at once do not conflict), then remembers it
-// until the cache shows it.
-func (rc *Recent) Write(ctx context.Context, c client.Writer, sb *sandboxv1.Sandbox, engine string, rec Record) error {
-	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{
-		sandboxv1.AnnotationClaimPrefix + engine: rec.String()}}})
+// Write records rec as the claim of sb's service of engine, in its status (a
+// merge patch of one key: services claiming at once do not conflict), then
+// remembers it until the cache shows it.
+func (rc *Recent) Write(ctx context.Context, c client.Client, sb *sandboxv1.Sandbox, engine string, rec Record) error {
+	patch, err := json.Marshal(map[string]any{"status": map[string]any{"claims": map[string]sandboxv1.ServiceClaim{
+		engine: {ContainerID: rec.ID, Credentials: rec.Credentials}}}})
 	if err != nil {
 		return err
 	}
 	target := &sandboxv1.Sandbox{}
 	target.Namespace, target.Name = sb.Namespace, sb.Name
-	if err := c.Patch(ctx, target, client.RawPatch(types.MergePatchType, patch)); err != nil {
+	if err := c.Status().Patch(ctx, target, client.RawPatch(types.MergePatchType, patch)); err != nil {
 		return err
 	}
 	rc.add(sb.UID, engine, rec)

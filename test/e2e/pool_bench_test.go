@@ -255,7 +255,8 @@ func (b *poolBench) claimResults() (hits, misses int) {
 		}
 		all := true
 		for _, e := range b.engines {
-			all = all && sb.GetAnnotations()["claim.sandbox.roboco.io/"+e] != ""
+			id, _, _ := unstructured.NestedString(sb.Object, "status", "claims", e, "containerID")
+			all = all && id != ""
 		}
 		if all {
 			hits++

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/roboco-sandbox/sandbox-controller/internal/testenv"
 )
@@ -147,9 +148,9 @@ func (c *claimSteps) label(t *testing.T, b *poolBench, logs []logLine) {
 		t.Fatal(err)
 	}
 	owners := map[string]string{} // claimed member IDs and their rotate execs' IDs → engine
-	for k, v := range sb.GetAnnotations() {
-		if e, ok := strings.CutPrefix(k, "claim.sandbox.roboco.io/"); ok {
-			id, _, _ := strings.Cut(v, "/")
+	claims, _, _ := unstructured.NestedMap(sb.Object, "status", "claims")
+	for e := range claims {
+		if id, _, _ := unstructured.NestedString(sb.Object, "status", "claims", e, "containerID"); id != "" {
 			owners[id] = e
 		}
 	}

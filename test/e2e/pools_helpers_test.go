@@ -87,6 +87,10 @@ type sandboxState struct {
 	} `json:"metadata"`
 	Status struct {
 		Services []serviceStatus `json:"services"`
+		// Claims are the claim records by engine (status.claims).
+		Claims map[string]struct {
+			ContainerID string `json:"containerID"`
+		} `json:"claims"`
 	} `json:"status"`
 }
 
@@ -173,7 +177,6 @@ func rotatedAway(t *testing.T, engine string, vars map[string]string, passwordKe
 	}
 }
 
-const claimAnnotation = "claim.sandbox.roboco.io/redis"
 
 // servedOnce checks that exactly one container is the Sandbox's one service: of
 // those carrying its UID, the pool's named as its service, and any container of

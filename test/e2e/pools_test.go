@@ -196,7 +196,7 @@ func crashDuringClaim(t *testing.T, bin, id, point string, clearStatus bool) {
 		t.Fatalf("the manager ended with %s, not by the SIGKILL of its crash point", planted.cmd.ProcessState)
 	}
 	t.Logf("after the crash %s, the pool's containers: %+v", point, poolContainers(t, uid))
-	record, _, _ := strings.Cut(getSandbox(t, ns, "first").Metadata.Annotations[claimAnnotation], "/")
+	record := getSandbox(t, ns, "first").Status.Claims["redis"].ContainerID
 	if record == "" {
 		t.Fatalf("no claim record on the Sandbox after a crash %s", point)
 	}

@@ -60,6 +60,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &apiv1alpha1.SandboxStatusApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("SecretReference"):
 		return &apiv1alpha1.SecretReferenceApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ServiceClaim"):
+		return &apiv1alpha1.ServiceClaimApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ServiceResources"):
 		return &apiv1alpha1.ServiceResourcesApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ServiceSpec"):

@@ -39,6 +39,12 @@ type SandboxStatusApplyConfiguration struct {
 	// pass before any container exists. A manager that talks to another host, or
 	// cannot prove which host it talks to, does nothing for the Sandbox.
 	DockerHost *DockerHostStatusApplyConfiguration `json:"dockerHost,omitempty"`
+	// claims are the warm pool members serving this Sandbox's services, by engine.
+	// The controller writes a claim here, through the status subresource, before
+	// the rename that makes it: which container serves a Sandbox is never what an
+	// editor of its spec or metadata writes. A claim lost with the status is found
+	// again by the member answering to the Sandbox's password.
+	Claims map[string]ServiceClaimApplyConfiguration `json:"claims,omitempty"`
 }
 
 // SandboxStatusApplyConfiguration constructs a declarative configuration of the SandboxStatus type for use with
@@ -110,5 +116,19 @@ func (b *SandboxStatusApplyConfiguration) WithOwnerMissingSince(value metav1.Tim
 // If called multiple times, the DockerHost field is set to the value of the last call.
 func (b *SandboxStatusApplyConfiguration) WithDockerHost(value *DockerHostStatusApplyConfiguration) *SandboxStatusApplyConfiguration {
 	b.DockerHost = value
+	return b
+}
+
+// WithClaims puts the entries into the Claims field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, the entries provided by each call will be put on the Claims field,
+// overwriting an existing map entries in Claims field with the same key.
+func (b *SandboxStatusApplyConfiguration) WithClaims(entries map[string]ServiceClaimApplyConfiguration) *SandboxStatusApplyConfiguration {
+	if b.Claims == nil && len(entries) > 0 {
+		b.Claims = make(map[string]ServiceClaimApplyConfiguration, len(entries))
+	}
+	for k, v := range entries {
+		b.Claims[k] = v
+	}
 	return b
 }
