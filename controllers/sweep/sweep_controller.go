@@ -66,8 +66,8 @@ type Reconciler struct {
 	// APIReader lists Sandboxes from the API server (default: the manager's);
 	// Cache reads them as the manager's cache has them (default: its cache).
 	APIReader, Cache client.Reader
-	Driver    dd.Driver
-	Options   options.Options
+	Driver           dd.Driver
+	Options          options.Options
 	// Events is the Docker host's event stream, and identity proves which host it
 	// is; both shared with the Sandbox reconciler.
 	Events   *eventhub.Shared
