@@ -103,7 +103,7 @@ func newFleet(mgr ctrl.Manager, s Setup) (*fleet, error) {
 		f.leases = lease.NewTable(*s.Leases, mgr.GetClient(), mgr.GetAPIReader())
 		f.leases.Hosts = f.hostNames
 		f.leases.OnAcquire = func(name string) { f.wake(context.Background(), name) }
-		f.leases.OnLose = func(string) {}
+		f.leases.OnLose = f.forget
 		if err := mgr.Add(f.leases); err != nil {
 			return nil, err
 		}
@@ -209,7 +209,9 @@ func (f *fleet) wake(ctx context.Context, name string) {
 	if !ok {
 		return // its controllers, set up later, list what is bound to it
 	}
-	hs.identity.Forget()
+	// Note: also on gain: a pass of the previous holding may have ended after the loss.
+	hs.sandboxes.ForgetHost()
+	hs.pools.ForgetHost()
 	keys, err := index.BoundTo(ctx, f.mgr.GetClient(), name)
 	if err != nil {
 		logf.FromContext(ctx).Error(err, "Listing the Sandboxes of a Docker host taken over", "dockerHost", name)
@@ -222,6 +224,17 @@ func (f *fleet) wake(ctx context.Context, name string) {
 		for i := range pools.Items {
 			hs.pools.Poke(types.NamespacedName{Namespace: pools.Items[i].Namespace, Name: pools.Items[i].Name})
 		}
+	}
+}
+
+// forget drops what this replica knows of a host whose Lease it gives up: its
+// warm offers and prepared rotations, the claims it recorded lately, its
+// Sandboxes' backoffs, its members' probes and its identity proof. What
+// another replica does with the host meanwhile is listed again on gain (wake).
+func (f *fleet) forget(name string) {
+	if hs, ok := f.get(name); ok {
+		hs.sandboxes.ForgetHost()
+		hs.pools.ForgetHost()
 	}
 }
 

@@ -54,6 +54,13 @@ func (m *memory) forget(key types.NamespacedName) {
 	delete(m.sandboxes, key)
 }
 
+// reset drops the memory of every Sandbox: the host was given up.
+func (m *memory) reset() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	clear(m.sandboxes)
+}
+
 // pass is one reconcile of one Sandbox, carried in its context, so that any step
 // can say it met a failure a retry may fix (retryLater) and what delay the retry
 // will get.

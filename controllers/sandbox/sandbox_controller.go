@@ -230,6 +230,17 @@ func (r *Reconciler) defaults(mgr ctrl.Manager) error {
 	return nil
 }
 
+// ForgetHost drops what the reconciler knows of its host beyond what it lists
+// again: the host's Lease was given up, and another replica may drive it
+// meanwhile (its members claimed, its containers changed, its Sandboxes'
+// backoffs moot).
+func (r *Reconciler) ForgetHost() {
+	r.memory.reset()
+	r.claims.Reset()
+	r.Host.Warm().Reset()
+	r.Identity.Forget()
+}
+
 // forget drops what the reconciler keeps of a Sandbox that is gone.
 func (r *Reconciler) forget(key types.NamespacedName) {
 	r.memory.forget(key)

@@ -199,6 +199,15 @@ func (p *Reconciler) address(id string) string {
 	return p.ready[id].addr
 }
 
+// ForgetHost drops what the reconciler knows of its host's members: the host's
+// Lease was given up; they are listed and probed afresh when it comes back.
+func (p *Reconciler) ForgetHost() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	clear(p.ready)
+	clear(p.failures)
+}
+
 // forgetReady drops what is known of a pool's members that are gone or claimed.
 func (p *Reconciler) forgetReady(poolUID string, members map[string]bool) {
 	p.mu.Lock()

@@ -100,6 +100,13 @@ func (rc *Recent) Of(sb *sandboxv1.Sandbox) map[string]Record {
 	return out
 }
 
+// Reset drops every remembered record: the host was given up.
+func (rc *Recent) Reset() {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	clear(rc.m)
+}
+
 // Forget drops what is remembered of a Sandbox that is gone.
 func (rc *Recent) Forget(uid types.UID) {
 	rc.mu.Lock()

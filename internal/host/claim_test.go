@@ -78,3 +78,24 @@ func TestClaimRunsTheRotationPreparedAhead(t *testing.T) {
 		}
 	})
 }
+
+// A replica that gave a host up offers nothing it knew of its members: another
+// replica may have given them to Sandboxes meanwhile.
+func TestWarmResetForgetsOffersAndClaims(t *testing.T) {
+	w := host.NewWarm()
+	w.Offer("p", []host.Member{{ID: "m1", Namespace: "ns", Pool: "pool", PoolUID: "p", Class: "c"}, {ID: "m2", Namespace: "ns", Pool: "pool", PoolUID: "p", Class: "c"}})
+	if _, ok := w.Take("ns", "c", nil); !ok {
+		t.Fatal("nothing to take before the reset")
+	}
+	w.Reset()
+	if m, ok := w.Take("ns", "c", nil); ok {
+		t.Fatalf("took %s after the reset", m.ID)
+	}
+	if w.Taken("m1") || w.Taken("m2") {
+		t.Fatal("a member is still taken after the reset")
+	}
+	w.Offer("p", []host.Member{{ID: "m2", Namespace: "ns", Pool: "pool", PoolUID: "p", Class: "c"}})
+	if m, ok := w.Take("ns", "c", nil); !ok || m.ID != "m2" {
+		t.Fatalf("after the reset and a fresh offer: %+v %v, want m2", m, ok)
+	}
+}

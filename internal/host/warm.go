@@ -101,6 +101,19 @@ func (w *Warm) CloseAll() {
 	}
 }
 
+// Reset forgets every offer, every member a claim took and every prepared
+// rotation: the replica gave the host up, and what it knew of the host's
+// members is stale once another replica drove it (a member offered here may
+// serve a Sandbox now). The pools offer again from what they list.
+func (w *Warm) Reset() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for id := range w.rotations {
+		w.dropRotation(id)
+	}
+	w.free, w.taken = map[string][]Member{}, map[string]string{}
+}
+
 // release closes member id's prepared rotation, if any: the member goes.
 func (w *Warm) release(id string) {
 	w.mu.Lock()
