@@ -177,7 +177,6 @@ func rotatedAway(t *testing.T, engine string, vars map[string]string, passwordKe
 	}
 }
 
-
 // servedOnce checks that exactly one container is the Sandbox's one service: of
 // those carrying its UID, the pool's named as its service, and any container of
 // that name, and that it is the one its status names; it returns its ID.
