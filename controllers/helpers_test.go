@@ -165,14 +165,14 @@ func gone(sb *sandboxv1.Sandbox) func() bool {
 	}
 }
 
-// eventReasons lists the reasons of the events about a Sandbox.
-func eventReasons(sb *sandboxv1.Sandbox) func() []string {
+// eventReasons lists the reasons of the events about a Sandbox (or a pool).
+func eventReasons(obj client.Object) func() []string {
 	return func() []string {
 		var list eventsv1.EventList
-		Expect(k8sClient.List(ctx, &list, client.InNamespace(sb.Namespace))).To(Succeed())
+		Expect(k8sClient.List(ctx, &list, client.InNamespace(obj.GetNamespace()))).To(Succeed())
 		var out []string
 		for _, e := range list.Items {
-			if e.Regarding.Name == sb.Name {
+			if e.Regarding.Name == obj.GetName() {
 				out = append(out, e.Reason)
 			}
 		}

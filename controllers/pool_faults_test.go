@@ -6,6 +6,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -256,3 +257,73 @@ func claimsOn(sb *sandboxv1.Sandbox) string {
 }
 
 func isMember(c dd.ContainerSummary) bool { return len(c.Name) > 12 && c.Name[:12] == "sandboxpool-" }
+
+var _ = Describe("Warm pools whose members cannot start", func() {
+	var (
+		host *engineSim
+		ns   string
+	)
+	BeforeEach(func() {
+		host = newHost()
+		ns = newNamespace()
+		stop := startManager(host, testOptions()) // members' probe deadline: 3s
+		DeferCleanup(func() { stop() })
+	})
+
+	// creates counts the members made for pool so far, removed or not.
+	creates := func() int { return host.Calls(fake.VerbCreateContainer) }
+
+	It("backs off making members that exit at start, and says the pool is stalled in their words", func() {
+		clear := host.crashOnStart("redis:8-alpine", 137, "Killed: out of memory")
+		defer clear()
+		pool := newPool(ns, "oom", "redis", 2)
+		Expect(k8sClient.Create(ctx, pool)).To(Succeed())
+		Eventually(poolCondition(pool, sandboxv1.ConditionStalled), "15s").Should(Equal("True/Exited"))
+		Expect(poolConditionOf(pool, sandboxv1.ConditionStalled).Message).To(ContainSubstring("members in a row failed"))
+		// Note: made again every 250ms without a backoff: about 48 creates in 6s.
+		from := creates()
+		Consistently(func() int { return creates() - from }, 6*time.Second).Should(BeNumerically("<=", 8))
+
+		By("a class that starts again: refilled, no longer stalled")
+		clear()
+		Eventually(poolCounts(pool), "60s").Should(Equal([3]int64{2, 2, 0}))
+		Expect(meta.FindStatusCondition(getPool(pool).Status.Conditions, sandboxv1.ConditionStalled)).To(BeNil())
+	})
+
+	It("replaces members that never answer within their probe deadline, backing off, and says so", func() {
+		clear := host.OnExec(fake.ExecRule{Result: dd.ExecResult{ExitCode: 1, Stderr: "Could not connect"}})
+		defer clear()
+		pool := newPool(ns, "mute", "redis", 1)
+		Expect(k8sClient.Create(ctx, pool)).To(Succeed())
+		Eventually(poolCondition(pool, sandboxv1.ConditionStalled), "30s").Should(Equal("True/ProbeTimeout"))
+		Expect(poolConditionOf(pool, sandboxv1.ConditionStalled).Message).To(ContainSubstring("probe deadline of 3s"))
+		Expect(eventReasons(pool)()).To(ContainElement(sandboxv1.EventMemberReplaced))
+	})
+
+	It("gives a member its probe deadline however short maxAge is", func() {
+		pool := newPool(ns, "brief", "redis", 1)
+		pool.Spec.MaxAge = &metav1.Duration{Duration: time.Nanosecond}
+		Expect(k8sClient.Create(ctx, pool)).To(Succeed())
+		Eventually(poolCounts(pool)).Should(Equal([3]int64{1, 1, 0}))
+		// Note: replaced the moment it is made when maxAge is taken as it is: about
+		// 24 creates in 6s; at the probe deadline (3s), 2 or 3.
+		from := creates()
+		Consistently(func() int { return creates() - from }, 6*time.Second).Should(BeNumerically("<=", 4))
+	})
+})
+
+// poolCondition is "Status/Reason" of a pool's condition, "" when absent.
+func poolCondition(p *sandboxv1.SandboxPool, t string) func() string {
+	return func() string {
+		if c := meta.FindStatusCondition(getPool(p).Status.Conditions, t); c != nil {
+			return string(c.Status) + "/" + c.Reason
+		}
+		return ""
+	}
+}
+
+func poolConditionOf(p *sandboxv1.SandboxPool, t string) metav1.Condition {
+	c := meta.FindStatusCondition(getPool(p).Status.Conditions, t)
+	ExpectWithOffset(1, c).NotTo(BeNil(), "no %s condition", t)
+	return *c
+}

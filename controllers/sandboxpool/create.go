@@ -20,7 +20,7 @@ import (
 // for the CPU the claim's rotation needs. A pool with no ready member left
 // refills at once, since its claims go cold anyway.
 func (p *Reconciler) create(ctx context.Context, pool *sandboxv1.SandboxPool, key []byte, ms poolMembers) (int, error) {
-	if len(ms.ready) > 0 && p.Host.Warm().Claiming() {
+	if len(ms.ready) > 0 && p.Host.Warm().Claiming() || p.createWait(pool.UID) > 0 {
 		return 0, nil
 	}
 	errs := make([]error, ms.missing)

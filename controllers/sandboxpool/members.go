@@ -8,6 +8,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
 	dd "github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver"
@@ -28,6 +29,8 @@ type poolMembers struct {
 type unwanted struct {
 	c   dd.ContainerSummary
 	why string
+	// timedOut: it did not answer within its probe deadline.
+	timedOut bool
 }
 
 // class resolves the pool's service as a Sandbox's would be, then makes it a
@@ -81,9 +84,12 @@ func (p *Reconciler) members(ctx context.Context, pool *sandboxv1.SandboxPool, c
 			ms.claimed++
 		case p.Host.Warm().Taken(c.ID):
 		case why != "":
-			ms.unwanted = append(ms.unwanted, unwanted{c, why})
+			ms.unwanted = append(ms.unwanted, unwanted{c: c, why: why})
 		case p.isReady(c.ID):
 			ms.ready = append(ms.ready, c)
+		case time.Since(c.CreatedAt) > class.ProbeDeadline:
+			ms.unwanted = append(ms.unwanted, unwanted{c: c, timedOut: true,
+				why: fmt.Sprintf("it did not answer (or verify its features) within its probe deadline of %s", class.ProbeDeadline)})
 		default:
 			ms.starting = append(ms.starting, c)
 		}
@@ -99,12 +105,12 @@ func (p *Reconciler) members(ctx context.Context, pool *sandboxv1.SandboxPool, c
 		} else {
 			c, ms.ready = ms.ready[len(ms.ready)-1], ms.ready[:len(ms.ready)-1]
 		}
-		ms.unwanted = append(ms.unwanted, unwanted{c, "the pool is scaled down"})
+		ms.unwanted = append(ms.unwanted, unwanted{c: c, why: "the pool is scaled down"})
 	}
 	ms.missing = max(0, want-len(ms.ready)-len(ms.starting))
-	if pool.Spec.MaxAge != nil {
+	if maxAge := effectiveMaxAge(pool, class); maxAge > 0 {
 		for _, c := range append(slices.Clone(ms.ready), ms.starting...) {
-			ms.expires = kit.Soonest(ms.expires, max(time.Until(c.CreatedAt.Add(pool.Spec.MaxAge.Duration)), time.Millisecond))
+			ms.expires = kit.Soonest(ms.expires, max(time.Until(c.CreatedAt.Add(maxAge)), time.Millisecond))
 		}
 	}
 	return ms, nil
@@ -122,8 +128,8 @@ func (p *Reconciler) judgeMember(pool *sandboxv1.SandboxPool, class host.Service
 		return "it was never started (its creation was cut short)"
 	case c.State != dd.StateRunning:
 		return "it is " + string(c.State)
-	case pool.Spec.MaxAge != nil && time.Since(c.CreatedAt) > pool.Spec.MaxAge.Duration:
-		return fmt.Sprintf("it is older than maxAge %s", pool.Spec.MaxAge.Duration)
+	case pool.Spec.MaxAge != nil && time.Since(c.CreatedAt) > effectiveMaxAge(pool, class):
+		return fmt.Sprintf("it is older than maxAge %s", effectiveMaxAge(pool, class))
 	}
 	return ""
 }
@@ -136,6 +142,9 @@ func (p *Reconciler) removeUnwanted(ctx context.Context, pool *sandboxv1.Sandbox
 		}
 		if err := p.Host.Remove(ctx, u.c.ID); err != nil {
 			return fmt.Errorf("removing member %s: %w", u.c.Name, err)
+		}
+		if reason := p.startFailureOf(u); reason != "" {
+			p.startFailed(pool.UID, reason, fmt.Sprintf("member %s: %s", u.c.Name, u.why))
 		}
 		p.Recorder.Eventf(pool, nil, corev1.EventTypeNormal, sandboxv1.EventMemberReplaced, sandboxv1.ActionReconcile,
 			"removed member %s: %s", u.c.Name, u.why)
@@ -183,6 +192,7 @@ func (p *Reconciler) markReady(class host.Service, c dd.ContainerSummary, addr s
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.ready[c.ID] = readyMember{pool: c.Labels[host.LabelPoolUID], addr: addr}
+	delete(p.starts, types.UID(c.Labels[host.LabelPoolUID])) // its class works
 	poolMetrics.refillSecs.WithLabelValues(class.Engine.Name()).Observe(time.Since(c.CreatedAt).Seconds())
 }
 
@@ -206,6 +216,7 @@ func (p *Reconciler) ForgetHost() {
 	defer p.mu.Unlock()
 	clear(p.ready)
 	clear(p.failures)
+	clear(p.starts)
 }
 
 // forgetReady drops what is known of a pool's members that are gone or claimed.

@@ -50,6 +50,7 @@ type Reconciler struct {
 	mu       sync.Mutex
 	ready    map[string]readyMember // by member ID
 	failures map[types.UID]int
+	starts   map[types.UID]*startFailure
 }
 
 // Sandboxes is what a pool needs of the Sandbox side of its host: a service
@@ -138,11 +139,15 @@ func (p *Reconciler) fill(ctx context.Context, pool *sandboxv1.SandboxPool) (ctr
 	created, err := p.create(ctx, pool, key, ms)
 	p.offer(ctx, pool, class, key, ms)
 	setPoolStatus(pool, ms, created)
+	p.reportStarts(pool)
 	if err != nil {
 		poolDockerDown(pool, err)
 		return ctrl.Result{RequeueAfter: p.backoff(pool.UID)}, nil
 	}
 	p.succeeded(pool.UID)
+	if wait := p.createWait(pool.UID); len(ms.starting)+created == 0 && wait > 0 {
+		return ctrl.Result{RequeueAfter: wait}, nil
+	}
 	if len(ms.starting)+created > 0 || created < ms.missing {
 		return ctrl.Result{RequeueAfter: memberProbeInterval}, nil
 	}
@@ -220,7 +225,7 @@ func (p *Reconciler) SetupWithManager(mgr ctrl.Manager, refills int) error {
 	}
 	p.refills = make(chan struct{}, refills)
 	p.requeue = make(chan event.TypedGenericEvent[*sandboxv1.SandboxPool], 1024)
-	p.ready, p.failures = map[string]readyMember{}, map[types.UID]int{}
+	p.ready, p.failures, p.starts = map[string]readyMember{}, map[types.UID]int{}, map[types.UID]*startFailure{}
 	if p.Recorder == nil {
 		p.Recorder = kit.Bounded(mgr.GetEventRecorder("sandbox-controller"))
 	}
