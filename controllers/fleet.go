@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+	"sync/atomic"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -62,6 +63,8 @@ type hostSet struct {
 	// the manager's own host): a change re-dials through sw.
 	endpoint, tlsVersion string
 	sw                   *dd.Switch
+	// removed is set while the host's DockerHost does not exist (Scope.Gone).
+	removed *atomic.Bool
 }
 
 // AddDialled sets up a DockerHost's controllers on a driver dialled from its spec.
@@ -125,7 +128,7 @@ func (f *fleet) add(name string, driver dd.Driver) (*hostSet, error) {
 		settle = host.DefaultIdentitySettle
 	}
 	raw := driver
-	scope := lease.Scope{Name: name, LeaderOnly: f.leases == nil}
+	scope := lease.Scope{Name: name, LeaderOnly: f.leases == nil, Removed: new(atomic.Bool)}
 	if f.leases != nil {
 		scope.Holds = func() bool { return f.leases.Holds(name) }
 		driver = lease.Fenced{Driver: raw, Holds: scope.Holds}
@@ -149,7 +152,7 @@ func (f *fleet) add(name string, driver dd.Driver) (*hostSet, error) {
 			return nil, fmt.Errorf("setting up the orphan sweep of Docker host %s: %w", name, err)
 		}
 	}
-	hs := &hostSet{name: name, driver: sandboxes.Driver, raw: raw, identity: identity, sandboxes: sandboxes, pools: pools}
+	hs := &hostSet{name: name, driver: sandboxes.Driver, raw: raw, identity: identity, sandboxes: sandboxes, pools: pools, removed: scope.Removed}
 	f.hosts[name] = hs
 	return hs, nil
 }
@@ -194,6 +197,30 @@ func (hs *hostSet) ProveHost(ctx context.Context) (dd.HostIdentity, error) {
 
 // Dialled is what the driver was dialled with (empty for the manager's own host).
 func (hs *hostSet) Dialled() (endpoint, tlsVersion string) { return hs.endpoint, hs.tlsVersion }
+
+// Retire stops the controllers of a host whose DockerHost was deleted from
+// acting: a Sandbox pinned to its name afterwards is told so, never made on the
+// daemon the host was.
+func (f *fleet) Retire(name string) {
+	if hs, ok := f.get(name); ok && !hs.removed.Swap(true) {
+		f.mgr.GetLogger().Info("DockerHost deleted: its controllers act on nothing until it is registered again", "dockerHost", name)
+	}
+}
+
+// Revive lets a retired host's controllers act again (its DockerHost is back),
+// and re-queues what is bound to it.
+func (hs *hostSet) Revive(ctx context.Context) {
+	if !hs.removed.Swap(false) {
+		return
+	}
+	keys, err := index.BoundTo(ctx, hs.sandboxes.Client, hs.name)
+	if err != nil {
+		logf.FromContext(ctx).Error(err, "Listing the Sandboxes of a DockerHost registered again", "dockerHost", hs.name)
+	}
+	for _, k := range keys {
+		hs.sandboxes.Enqueue(k)
+	}
+}
 
 // Enqueue re-queues a Sandbox bound to the host.
 func (hs *hostSet) Enqueue(key types.NamespacedName) { hs.sandboxes.Enqueue(key) }

@@ -231,6 +231,35 @@ var _ = Describe("A fleet of Docker hosts", func() {
 		Eventually(identityOf("fleet-b")).Should(Equal(bID))
 	})
 
+	It("acts on nothing for a deleted DockerHost: a Sandbox pinned to its name is told so, and served once it is registered again", func() {
+		registerHost("fleet-b", nil, nil)
+		fleetOf(local, map[string]*engineSim{"fleet-b": b})
+		first := newSandbox(ns, "before", "before-1", "redis")
+		first.Spec.DockerHost = "fleet-b"
+		Expect(k8sClient.Create(ctx, first)).To(Succeed())
+		waitReady(first)
+		Expect(k8sClient.Delete(ctx, first)).To(Succeed())
+		Eventually(gone(first)).Should(BeTrue())
+		Expect(k8sClient.Delete(ctx, dockerHost("fleet-b"))).To(Succeed())
+		Eventually(func() bool {
+			return apierrors.IsNotFound(k8sClient.Get(ctx, client.ObjectKey{Name: "fleet-b"}, &sandboxv1.DockerHost{}))
+		}).Should(BeTrue())
+		creates := b.Calls(fake.VerbCreateContainer)
+
+		sb := newSandbox(ns, "pinned", "pinned-1", "redis")
+		sb.Spec.DockerHost = "fleet-b"
+		Expect(k8sClient.Create(ctx, sb)).To(Succeed())
+		Eventually(condition(sb, sandboxv1.ConditionReady)).Should(Equal("False/DockerHostNotFound"))
+		Expect(conditionOf(sb, sandboxv1.ConditionReady).Message).To(ContainSubstring("register that DockerHost again"))
+		Consistently(func() int { return b.Calls(fake.VerbCreateContainer) - creates }, 2*time.Second).Should(BeZero(),
+			"a container was made for a DockerHost that no longer exists")
+
+		By("registering it again")
+		registerHost("fleet-b", nil, nil)
+		waitReady(sb)
+		Expect(containersOf(b, sb)).To(HaveLen(1))
+	})
+
 	It("keeps a deleted host, and serves its Sandboxes, until they are gone; a cordoned host takes nothing new", func() {
 		h := registerHost("fleet-b", map[string]string{"zone": "zb"}, nil)
 		fleetOf(local, map[string]*engineSim{"fleet-b": b})

@@ -66,6 +66,10 @@ const (
 	ReasonProbing = "Probing"
 	// ReasonProbeTimeout: a service did not answer within its engine's deadline.
 	ReasonProbeTimeout = "ProbeTimeout"
+	// ReasonDockerHostNotFound: spec.dockerHost names a DockerHost that was
+	// deleted; nothing is made, removed or judged for the object until it is
+	// registered again.
+	ReasonDockerHostNotFound = "DockerHostNotFound"
 	// ReasonFeatureVerifyFailed: a requested feature is missing after activation.
 	ReasonFeatureVerifyFailed = "FeatureVerifyFailed"
 )

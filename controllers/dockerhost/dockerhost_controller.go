@@ -54,9 +54,15 @@ type Reconciler struct {
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	h := &sandboxv1.DockerHost{}
 	if err := r.Get(ctx, req.NamespacedName, h); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
+		if apierrors.IsNotFound(err) {
+			return ctrl.Result{}, r.retire(ctx, req.Name)
+		}
+		return ctrl.Result{}, err
 	}
 	hs, setErr := r.ensureSet(ctx, h)
+	if hs != nil {
+		hs.Revive(ctx)
+	}
 	if !r.Fleet.Holds(h.Name) {
 		return ctrl.Result{RequeueAfter: kit.Jitter(hostProbeInterval)}, nil // its holder observes it
 	}
@@ -86,6 +92,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	return ctrl.Result{RequeueAfter: kit.Jitter(hostProbeInterval)}, nil
+}
+
+// retire stops the controllers of a DockerHost that is gone, once the API
+// server confirms it (a cache can lag behind a create).
+func (r *Reconciler) retire(ctx context.Context, name string) error {
+	err := r.API.Get(ctx, client.ObjectKey{Name: name}, &sandboxv1.DockerHost{})
+	if apierrors.IsNotFound(err) {
+		r.Fleet.Retire(name)
+		return nil
+	}
+	return err
 }
 
 // finalize keeps the in-use finalizer on a host objects are bound to; a host

@@ -17,6 +17,8 @@ type Fleet interface {
 	Host(name string) (DrivenHost, bool)
 	// AddDialled sets up the controllers of a host on a driver dialled from its spec.
 	AddDialled(name string, driver dd.Driver, endpoint, tlsVersion string) (DrivenHost, error)
+	// Retire stops the controllers of a host whose DockerHost is gone from acting.
+	Retire(name string)
 	// Holds says whether this replica acts on the host name now.
 	Holds(name string) bool
 	// Manager names this replica when replicas share the hosts by Leases ("": they do not).
@@ -35,6 +37,8 @@ type DrivenHost interface {
 	Dialled() (endpoint, tlsVersion string)
 	// Redial points the host's controllers at a new driver.
 	Redial(driver dd.Driver, endpoint, tlsVersion string)
+	// Revive lets a retired host's controllers act again: its DockerHost is back.
+	Revive(ctx context.Context)
 	// Enqueue re-queues a Sandbox bound to the host.
 	Enqueue(key types.NamespacedName)
 }

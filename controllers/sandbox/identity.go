@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
@@ -81,6 +82,24 @@ func (r *Reconciler) teardownHost(ctx context.Context, sb *sandboxv1.Sandbox) (p
 		kit.WrongHostMessage(*bound, current, fmt.Sprintf("its containers there cannot be confirmed gone, so the finalizer stays; run a manager against that host, or, if it is gone for good, annotate the Sandbox %s=%s to let it go without teardown",
 			sandboxv1.AnnotationReleaseDockerHost, bound.ID)))
 	return false, false, ctrl.Result{RequeueAfter: kit.Jitter(kit.HostRecheck)}
+}
+
+// hostGone says, on a Sandbox bound to a DockerHost that was deleted, that
+// nothing is done for it: its containers, if any, are on a daemon no DockerHost
+// names any more.
+func (r *Reconciler) hostGone(ctx context.Context, req ctrl.Request) error {
+	sb := &sandboxv1.Sandbox{}
+	if err := r.Get(ctx, req.NamespacedName, sb); err != nil || sb.Spec.DockerHost != r.Scope.Name {
+		return client.IgnoreNotFound(err)
+	}
+	before := sb.DeepCopy()
+	msg := fmt.Sprintf("spec.dockerHost %s names no DockerHost (it was deleted): nothing is made, removed or judged for this Sandbox; "+
+		"register that DockerHost again, or delete the Sandbox", r.Scope.Name)
+	sb.Status.ObservedGeneration = sb.Generation
+	kit.SetCondition(sb, sandboxv1.ConditionReady, metav1.ConditionFalse, sandboxv1.ReasonDockerHostNotFound, msg)
+	kit.SetCondition(sb, sandboxv1.ConditionStalled, metav1.ConditionTrue, sandboxv1.ReasonDockerHostNotFound, msg)
+	meta.RemoveStatusCondition(&sb.Status.Conditions, sandboxv1.ConditionReconciling)
+	return kit.PatchStatus(ctx, r.Client, before, sb)
 }
 
 // hostUnproven says that the manager cannot prove which Docker host it talks to.

@@ -87,6 +87,9 @@ type Reconciler struct {
 // bound to, the lifetime verdict, then credentials, then services, then one
 // publish. Each step returns early when its condition already holds.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	if r.Scope.Gone() {
+		return ctrl.Result{}, r.hostGone(ctx, req)
+	}
 	if !r.Scope.Active() {
 		return ctrl.Result{}, nil // the replica that holds the host's Lease acts
 	}

@@ -2,6 +2,7 @@ package lease
 
 import (
 	"context"
+	"sync/atomic"
 
 	"github.com/go-logr/logr"
 	"k8s.io/utils/ptr"
@@ -18,10 +19,16 @@ type Scope struct {
 	Name       string
 	Holds      func() bool
 	LeaderOnly bool
+	// Removed is set while the host's DockerHost does not exist (nil: never).
+	Removed *atomic.Bool
 }
 
 // Active says whether a pass may act on the host now.
-func (s Scope) Active() bool { return s.Holds == nil || s.Holds() }
+func (s Scope) Active() bool { return !s.Gone() && (s.Holds == nil || s.Holds()) }
+
+// Gone says whether the host's DockerHost was deleted: its controllers act on
+// nothing until it is registered again.
+func (s Scope) Gone() bool { return s.Removed != nil && s.Removed.Load() }
 
 // Options are a host's controller's options. Every host's controllers share
 // their names (sandbox, sandboxpool, sandbox-sweep), so that metrics and
