@@ -327,3 +327,43 @@ func poolConditionOf(p *sandboxv1.SandboxPool, t string) metav1.Condition {
 	ExpectWithOffset(1, c).NotTo(BeNil(), "no %s condition", t)
 	return *c
 }
+
+var _ = Describe("Warm pools across a change of --instance", func() {
+	It("keeps serving a claimed member and manages the pool's members made under the earlier instance", func() {
+		host := newHost()
+		ns := newNamespace()
+		opts := testOptions()
+		opts.Instance = "before"
+		stop := startManager(host, opts)
+		pool := newPool(ns, "redis", "redis", 2)
+		Expect(k8sClient.Create(ctx, pool)).To(Succeed())
+		Eventually(poolCounts(pool)).Should(Equal([3]int64{2, 2, 0}))
+		sb := newSandbox(ns, "kept", "kept-2", "redis")
+		Expect(k8sClient.Create(ctx, sb)).To(Succeed())
+		id := waitReady(sb).Status.Services[0].ContainerID
+		Eventually(poolCounts(pool)).Should(Equal([3]int64{2, 2, 1}))
+		stop()
+
+		opts.Instance = "after" // and "before" not listed in --legacy-instances
+		stop = startManager(host, opts)
+		DeferCleanup(func() { stop() })
+		poke(sb)
+		Consistently(condition(sb, sandboxv1.ConditionReady), 3*time.Second).Should(Equal("True/Ready"))
+		Expect(get(sb).Status.Services[0].ContainerID).To(Equal(id))
+		Eventually(poolCounts(pool)).Should(Equal([3]int64{2, 2, 1}))
+
+		By("deleting the pool: its members of either instance go, the claimed one stays")
+		Expect(k8sClient.Delete(ctx, getPool(pool))).To(Succeed())
+		Eventually(func() []string {
+			var names []string
+			for _, m := range members(host, pool) {
+				if isMember(m) {
+					names = append(names, m.Name)
+				}
+			}
+			return names
+		}, "20s").Should(BeEmpty(), "members of the earlier instance were left behind")
+		_, kept := host.Peek(id)
+		Expect(kept).To(BeTrue())
+	})
+})

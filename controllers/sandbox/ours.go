@@ -21,9 +21,8 @@ import (
 
 // ours lists the Sandbox's containers: those carrying its UID, and the pool
 // members its claim records (status.claims) name that are proven its own:
-// labelled by a pool of its namespace and this instance, and named as a member
-// not yet claimed, as the Sandbox's service, or as set aside by it (never
-// another Sandbox's). For a service of specs with neither, a claim lost with the
+// labelled by a pool of its namespace, and named as a member not yet claimed,
+// as the Sandbox's service, or as set aside by it (never another Sandbox's). For a service of specs with neither, a claim lost with the
 // status is looked for (recover).
 func (r *Reconciler) ours(ctx context.Context, sb *sandboxv1.Sandbox, specs []host.Service) ([]dd.ContainerSummary, map[string]claim.Record, error) {
 	cs, err := r.Driver.List(ctx, uidSelector(sb))
@@ -35,7 +34,9 @@ func (r *Reconciler) ours(ctx context.Context, sb *sandboxv1.Sandbox, specs []ho
 	if len(claims) == 0 && len(lost) == 0 {
 		return cs, claims, nil
 	}
-	members, err := r.Driver.List(ctx, map[string]string{host.LabelNamespace: sb.Namespace, host.LabelInstance: r.Options.Instance})
+	// Note: of any instance: a member this Sandbox's status records is its own
+	// whatever instance made it (the record is this API server's).
+	members, err := r.Driver.List(ctx, map[string]string{host.LabelNamespace: sb.Namespace})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -73,7 +74,8 @@ func (r *Reconciler) recover(ctx context.Context, sb *sandboxv1.Sandbox, lost []
 	for _, s := range lost {
 		e := s.Engine.Name()
 		i := slices.IndexFunc(members, func(m dd.ContainerSummary) bool {
-			return m.Name == s.Container.Name && m.Labels[host.LabelPoolUID] != "" && m.Labels[host.LabelEngine] == e
+			return m.Name == s.Container.Name && m.Labels[host.LabelPoolUID] != "" && m.Labels[host.LabelEngine] == e &&
+				r.Options.Judges(m.Labels[host.LabelInstance])
 		})
 		if i < 0 {
 			continue

@@ -62,10 +62,11 @@ func (p *Reconciler) class(ctx context.Context, pool *sandboxv1.SandboxPool, pas
 	return svc, nil
 }
 
-// list is every container made for the pool, claimed or not.
+// list is every container made for the pool, claimed or not. Note: of any
+// instance: the pool's UID is this API server's, so what carries it is the
+// pool's whatever instance made it (an operator may rename --instance).
 func (p *Reconciler) list(ctx context.Context, pool *sandboxv1.SandboxPool) ([]dd.ContainerSummary, error) {
-	return p.Host.Driver().List(ctx, map[string]string{host.LabelPoolUID: string(pool.UID),
-		host.LabelInstance: p.Options.Instance})
+	return p.Host.Driver().List(ctx, map[string]string{host.LabelPoolUID: string(pool.UID)})
 }
 
 // members sorts the pool's containers. A member a claim took (this manager's

@@ -26,7 +26,7 @@ const orphanPool = "pool"
 func (r *Reconciler) planPools(ctx context.Context, p *sweepPlan, all []dd.ContainerSummary) error {
 	var members []dd.ContainerSummary
 	for _, c := range all {
-		if c.Labels[host.LabelPoolUID] != "" && c.Labels[host.LabelInstance] == r.Options.Instance {
+		if c.Labels[host.LabelPoolUID] != "" && r.Options.Judges(c.Labels[host.LabelInstance]) {
 			members = append(members, c)
 		}
 	}
