@@ -19,6 +19,7 @@ import (
 	"github.com/roboco-sandbox/sandbox-controller/controllers/sandbox"
 	"github.com/roboco-sandbox/sandbox-controller/controllers/sandboxpool"
 	"github.com/roboco-sandbox/sandbox-controller/controllers/sweep"
+	"github.com/roboco-sandbox/sandbox-controller/internal/apiclock"
 	dd "github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver"
 	"github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver/eventhub"
 	"github.com/roboco-sandbox/sandbox-controller/internal/host"
@@ -38,6 +39,8 @@ type fleet struct {
 	setup Setup
 	live  *kit.Passes
 	keys  *poolkey.Keys
+	// clock is the API server's clock, which the Sandboxes' windows are judged on.
+	clock *apiclock.Clock
 
 	// leases share the hosts among replicas (nil: this manager drives every host,
 	// its controllers on the elected leader only).
@@ -95,6 +98,11 @@ func newFleet(mgr ctrl.Manager, s Setup) (*fleet, error) {
 	if err := index.Register(mgr, s.Options); err != nil {
 		return nil, err
 	}
+	clock, err := startClock(mgr, s.LocalClock)
+	if err != nil {
+		return nil, err
+	}
+	f.clock = clock
 	if err := sandbox.RegisterStatusCollector(mgr.GetCache(), mgr.Elected()); err != nil {
 		return nil, err
 	}
@@ -137,7 +145,7 @@ func (f *fleet) add(name string, driver dd.Driver) (*hostSet, error) {
 	identity := host.NewIdentity(driver, settle)
 	sandboxes := &sandbox.Reconciler{Client: f.mgr.GetClient(), Driver: driver, Options: s.Options, Scope: scope,
 		MaxConcurrentReconciles: s.MaxConcurrentReconciles, Events: events, Identity: identity, Observe: s.ObservePass,
-		PoolKeys: f.keys, Live: f.live}
+		PoolKeys: f.keys, Live: f.live, Clock: f.clock}
 	if err := sandboxes.SetupWithManager(f.mgr); err != nil {
 		return nil, fmt.Errorf("setting up the Sandbox controller of Docker host %s: %w", name, err)
 	}

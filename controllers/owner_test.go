@@ -210,6 +210,34 @@ var _ = Describe("Owner", func() {
 		whenDeleted(sb, grace+10*time.Second)
 	})
 
+	It("judges ttl and the owner's window on the API server's clock, not on a replica's that runs an hour ahead", func() {
+		ahead := func() time.Time { return time.Now().Add(time.Hour) }
+		skewed := func() (stop func()) {
+			return startManagerWith(env.Config, host, controllers.Setup{Options: lifetimeOptions(20 * time.Second), Sweep: true, LocalClock: ahead})
+		}
+		stop := skewed()
+		ttl := newSandbox(ns, "ttl", "ttl-1", "redis")
+		ttl.Spec.TTL = &metav1.Duration{Duration: 30 * time.Minute}
+		Expect(k8sClient.Create(ctx, ttl)).To(Succeed())
+		waitReady(ttl)
+		Consistently(func() bool { return deleting(ttl) }, 2*time.Second).Should(BeFalse(), "ttl ended 30 minutes early")
+		stop()
+
+		By("an owner window another replica opened, on the right clock, seconds ago")
+		seedOwner(host, "roboco-agent-skew-1")
+		stop = startManager(host, lifetimeOptions(20*time.Second))
+		sb := ownedSandbox(ns, "skew", "skew-1", 0, "redis")
+		Expect(k8sClient.Create(ctx, sb)).To(Succeed())
+		waitReady(sb)
+		Expect(host.DeleteContainer("roboco-agent-skew-1")).To(Succeed())
+		Eventually(condition(sb, sandboxv1.ConditionOwnerAlive), "2s").Should(Equal("False/Missing"))
+		stop()
+		stop = skewed()
+		defer stop()
+		poke(sb)
+		Consistently(func() bool { return deleting(sb) }, 3*time.Second).Should(BeFalse(), "deleted before its owner's grace period")
+	})
+
 	It("deletes at the original deadline across a controller restart in the window, neither later nor earlier", func() {
 		// The restart falls 3s into an 8s window: a controller that started the window
 		// again would delete at least 3s late, beyond lateBy.

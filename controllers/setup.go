@@ -14,6 +14,7 @@ import (
 	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
 	"github.com/roboco-sandbox/sandbox-controller/controllers/dockerhost"
 	"github.com/roboco-sandbox/sandbox-controller/controllers/placement"
+	"github.com/roboco-sandbox/sandbox-controller/internal/apiclock"
 	dd "github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver"
 	"github.com/roboco-sandbox/sandbox-controller/internal/lease"
 	"github.com/roboco-sandbox/sandbox-controller/internal/options"
@@ -45,6 +46,10 @@ type Setup struct {
 	// Dial, when set, makes the driver of a registered DockerHost instead of
 	// connecting to its endpoint (tests give fake hosts).
 	Dial func(ctx context.Context, h *sandboxv1.DockerHost) (dd.Driver, error)
+	// LocalClock, when set, is this process's clock (tests run it ahead of the
+	// API server's); ttl and owner windows are judged on the API server's clock,
+	// measured against it (internal/apiclock).
+	LocalClock func() time.Time
 	// ObservePass, when set, is told the outcome of every Sandbox pass: tests check
 	// how soon the reconciler asks to look again without measuring time.
 	ObservePass func(req ctrl.Request, result ctrl.Result, err error)
@@ -105,3 +110,27 @@ func (s Setup) AddToManager(mgr ctrl.Manager, driver dd.Driver) error {
 	}
 	return nil
 }
+
+// clockTimeout bounds the first measurement of the API server's clock.
+const clockTimeout = 10 * time.Second
+
+// startClock measures the API server's clock before any controller runs, then
+// again every apiclock.MeasureEvery on every replica; a failed first measurement
+// leaves the skew at zero until a later one succeeds.
+func startClock(mgr ctrl.Manager, local func() time.Time) (*apiclock.Clock, error) {
+	c := apiclock.New(local)
+	ctx, cancel := context.WithTimeout(context.Background(), clockTimeout)
+	defer cancel()
+	if err := c.Measure(ctx, mgr.GetConfig()); err != nil {
+		mgr.GetLogger().Error(err, "Measuring the skew against the API server's clock; taking none until it can be")
+	} else if skew := c.Skew(); skew > time.Second || skew < -time.Second {
+		mgr.GetLogger().Info("This process's clock differs from the API server's; ttl and owner windows are judged on the API server's", "skew", skew.String())
+	}
+	return c, mgr.Add(everyReplica(c.Run(mgr.GetConfig())))
+}
+
+// everyReplica runs fn on every replica, leader or not.
+type everyReplica func(ctx context.Context) error
+
+func (r everyReplica) Start(ctx context.Context) error { return r(ctx) }
+func (r everyReplica) NeedLeaderElection() bool        { return false }

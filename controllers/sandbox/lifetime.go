@@ -38,7 +38,7 @@ func (r *Reconciler) reconcileTTL(ctx context.Context, sb *sandboxv1.Sandbox) (e
 	if sb.Spec.TTL == nil {
 		return false, 0, nil
 	}
-	left = time.Until(sb.CreationTimestamp.Add(sb.Spec.TTL.Duration))
+	left = sb.CreationTimestamp.Add(sb.Spec.TTL.Duration).Sub(r.now())
 	if left > 0 {
 		return false, left, nil
 	}

@@ -72,7 +72,7 @@ func (r *Reconciler) reconcileOwner(ctx context.Context, sb *sandboxv1.Sandbox) 
 	case err == nil && owner.State.Alive():
 		if since := sb.Status.OwnerMissingSince; since != nil {
 			r.Recorder.Eventf(sb, nil, corev1.EventTypeNormal, sandboxv1.EventOwnerBack, sandboxv1.ActionReconcile,
-				"owner container %s runs again after %s missing", name, time.Since(since.Time).Round(time.Second))
+				"owner container %s runs again after %s missing", name, r.now().Sub(since.Time).Round(time.Second))
 			log.Info("Owner container runs again", "missingSince", since.Time)
 		}
 		sb.Status.OwnerMissingSince = nil
@@ -87,7 +87,7 @@ func (r *Reconciler) reconcileOwner(ctx context.Context, sb *sandboxv1.Sandbox) 
 		return 0, false, nil
 	}
 
-	now, grace := time.Now(), r.gracePeriod(sb)
+	now, grace := r.now(), r.gracePeriod(sb)
 	r.markMissing(ctx, sb, name, ownerState(owner, err), now)
 	if !ownerDeadline(sb, sb.Status.OwnerMissingSince.Time, grace).After(now) {
 		if err := r.confirmWindow(ctx, sb, name, ownerState(owner, err), now); err != nil {

@@ -8,6 +8,7 @@ package sandbox
 import (
 	"context"
 	"errors"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -25,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
+	"github.com/roboco-sandbox/sandbox-controller/internal/apiclock"
 	"github.com/roboco-sandbox/sandbox-controller/internal/claim"
 	dd "github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver"
 	"github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver/eventhub"
@@ -73,6 +75,9 @@ type Reconciler struct {
 	claims   claim.Recent
 	PoolKeys *poolkey.Keys
 	PokePool func(types.NamespacedName)
+	// Clock is the API server's clock, which ttl and the owner's window are
+	// judged on (nil: this process's own).
+	Clock *apiclock.Clock
 	// Observe is told the outcome of every pass (Setup.ObservePass).
 	Observe func(ctrl.Request, ctrl.Result, error)
 }
@@ -242,6 +247,14 @@ func (r *Reconciler) ForgetHost() {
 	r.claims.Reset()
 	r.Host.Warm().Reset()
 	r.Identity.Forget()
+}
+
+// now is the API server's time: the clock persisted times were written on.
+func (r *Reconciler) now() time.Time {
+	if r.Clock == nil {
+		return time.Now()
+	}
+	return r.Clock.Now()
 }
 
 // forget drops what the reconciler keeps of a Sandbox that is gone.
