@@ -278,7 +278,7 @@ var _ = Describe("Warm pools whose members cannot start", func() {
 		defer clear()
 		pool := newPool(ns, "oom", "redis", 2)
 		Expect(k8sClient.Create(ctx, pool)).To(Succeed())
-		Eventually(poolCondition(pool, sandboxv1.ConditionStalled), "15s").Should(Equal("True/Exited"))
+		Eventually(poolCondition(pool, sandboxv1.ConditionStalled), "45s").Should(Equal("True/Exited"))
 		Expect(poolConditionOf(pool, sandboxv1.ConditionStalled).Message).To(ContainSubstring("members in a row failed"))
 		// Note: made again every 250ms without a backoff: about 48 creates in 6s.
 		from := creates()
@@ -295,7 +295,7 @@ var _ = Describe("Warm pools whose members cannot start", func() {
 		defer clear()
 		pool := newPool(ns, "mute", "redis", 1)
 		Expect(k8sClient.Create(ctx, pool)).To(Succeed())
-		Eventually(poolCondition(pool, sandboxv1.ConditionStalled), "30s").Should(Equal("True/ProbeTimeout"))
+		Eventually(poolCondition(pool, sandboxv1.ConditionStalled), "90s").Should(Equal("True/ProbeTimeout"))
 		Expect(poolConditionOf(pool, sandboxv1.ConditionStalled).Message).To(ContainSubstring("probe deadline of 3s"))
 		Expect(eventReasons(pool)()).To(ContainElement(sandboxv1.EventMemberReplaced))
 	})
@@ -348,8 +348,8 @@ var _ = Describe("Warm pools across a change of --instance", func() {
 		stop = startManager(host, opts)
 		DeferCleanup(func() { stop() })
 		poke(sb)
-		Consistently(condition(sb, sandboxv1.ConditionReady), 3*time.Second).Should(Equal("True/Ready"))
-		Expect(get(sb).Status.Services[0].ContainerID).To(Equal(id))
+		Eventually(condition(sb, sandboxv1.ConditionReady)).Should(Equal("True/Ready"))
+		Consistently(func() string { return get(sb).Status.Services[0].ContainerID }, 3*time.Second).Should(Equal(id))
 		Eventually(poolCounts(pool)).Should(Equal([3]int64{2, 2, 1}))
 
 		By("deleting the pool: its members of either instance go, the claimed one stays")

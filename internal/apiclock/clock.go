@@ -46,8 +46,12 @@ func (c *Clock) Until(t time.Time) time.Duration { return t.Sub(c.Now()) }
 func (c *Clock) Skew() time.Duration { return time.Duration(c.skew.Load()) }
 
 // Measure reads the API server's Date header (whole seconds) on a request to
-// /version, which every client may read, and takes the skew against the middle
-// of the request: right to within half a second and half the round trip.
+// /version, which every client may read. The skew it can prove lies between
+// the header's second at the request's end and its next second at the start:
+// when no skew is one of those, none is taken (clocks that agree to within the
+// measurement stay as they are); else the smallest, so that the corrected clock
+// never runs ahead of the API server's: a window judged on it ends late by at
+// most a second and the round trip, never early.
 func (c *Clock) Measure(ctx context.Context, cfg *rest.Config) error {
 	hc, err := rest.HTTPClientFor(cfg)
 	if err != nil {
@@ -68,8 +72,12 @@ func (c *Clock) Measure(ctx context.Context, cfg *rest.Config) error {
 	if err != nil {
 		return fmt.Errorf("reading the API server's time: its Date header %q: %w", resp.Header.Get("Date"), err)
 	}
-	mid := before.Add(after.Sub(before) / 2)
-	c.skew.Store(int64(server.Add(500 * time.Millisecond).Sub(mid)))
+	lo, hi := server.Sub(after), server.Add(time.Second).Sub(before)
+	skew := lo
+	if lo <= 0 && hi >= 0 {
+		skew = 0
+	}
+	c.skew.Store(int64(skew))
 	return nil
 }
 
