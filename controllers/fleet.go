@@ -245,8 +245,7 @@ func (f *fleet) wake(ctx context.Context, name string) {
 		return // its controllers, set up later, list what is bound to it
 	}
 	// Note: also on gain: a pass of the previous holding may have ended after the loss.
-	hs.sandboxes.ForgetHost()
-	hs.pools.ForgetHost()
+	hs.forget()
 	keys, err := index.BoundTo(ctx, f.mgr.GetClient(), name)
 	if err != nil {
 		logf.FromContext(ctx).Error(err, "Listing the Sandboxes of a Docker host taken over", "dockerHost", name)
@@ -268,9 +267,14 @@ func (f *fleet) wake(ctx context.Context, name string) {
 // another replica does with the host meanwhile is listed again on gain (wake).
 func (f *fleet) forget(name string) {
 	if hs, ok := f.get(name); ok {
-		hs.sandboxes.ForgetHost()
-		hs.pools.ForgetHost()
+		hs.forget()
 	}
+}
+
+// forget drops what the host's controllers know beyond what they list again.
+func (hs *hostSet) forget() {
+	hs.sandboxes.ForgetHost()
+	hs.pools.ForgetHost()
 }
 
 // get is the host set of name, if this manager drives it.

@@ -2,14 +2,10 @@ package sandbox
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 	"maps"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
@@ -22,8 +18,9 @@ import (
 // ours lists the Sandbox's containers: those carrying its UID, and the pool
 // members its claim records (status.claims) name that are proven its own:
 // labelled by a pool of its namespace, and named as a member not yet claimed,
-// as the Sandbox's service, or as set aside by it (never another Sandbox's). For a service of specs with neither, a claim lost with the
-// status is looked for (recover).
+// as the Sandbox's service, or as set aside by it (never another Sandbox's).
+// For a service of specs with neither, a claim lost with the status is looked
+// for (recover).
 func (r *Reconciler) ours(ctx context.Context, sb *sandboxv1.Sandbox, specs []host.Service) ([]dd.ContainerSummary, map[string]claim.Record, error) {
 	cs, err := r.Driver.List(ctx, uidSelector(sb))
 	if err != nil {
@@ -68,7 +65,7 @@ func unrecorded(specs []host.Service, cs []dd.ContainerSummary, claims map[strin
 
 // recover finds the claims lost with the status (restored, or rewritten): the
 // pool member named as the service's container, labelled by a pool of the
-// Sandbox's namespace and this instance, proven by provenLost. Such a claim is
+// Sandbox's namespace and an instance this manager judges, proven by provenLost. Such a claim is
 // recorded again; nothing else is taken for the Sandbox's.
 func (r *Reconciler) recover(ctx context.Context, sb *sandboxv1.Sandbox, lost []host.Service, members []dd.ContainerSummary, claims map[string]claim.Record) {
 	for _, s := range lost {
@@ -120,25 +117,15 @@ func (r *Reconciler) dropLegacyClaims(ctx context.Context, sb *sandboxv1.Sandbox
 	if len(legacy) == 0 {
 		return nil
 	}
-	drop := map[string]any{}
-	for _, e := range slices.Sorted(maps.Keys(legacy)) {
-		drop[sandboxv1.AnnotationClaimPrefix+e] = nil
+	engines := slices.Sorted(maps.Keys(legacy))
+	for _, e := range engines {
 		if rec, ok := records[e]; !ok || rec.ID != legacy[e].ID {
 			r.Recorder.Eventf(sb, nil, corev1.EventTypeWarning, sandboxv1.EventClaimRecordIgnored, sandboxv1.ActionReconcile,
 				"annotation %s%s names container %q, which this Sandbox did not claim: ignored and removed (claims are recorded in status.claims)",
 				sandboxv1.AnnotationClaimPrefix, e, legacy[e].ID)
 		}
 	}
-	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": drop}})
-	if err != nil {
-		return err
-	}
-	target := &sandboxv1.Sandbox{}
-	target.Namespace, target.Name = sb.Namespace, sb.Name
-	if err := r.Patch(ctx, target, client.RawPatch(types.MergePatchType, patch)); client.IgnoreNotFound(err) != nil {
-		return fmt.Errorf("removing claim annotations: %w", err)
-	}
-	return nil
+	return claim.RemoveLegacy(ctx, r.Client, sb, engines)
 }
 
 // serviceContainerName is the container name of sb's service of engine name.

@@ -57,9 +57,12 @@ func (p *Reconciler) createWait(uid types.UID) time.Duration {
 // the last one's words and with when the next is made.
 func (p *Reconciler) reportStarts(pool *sandboxv1.SandboxPool) {
 	p.mu.Lock()
-	f := p.starts[pool.UID]
+	var f startFailure
+	if s := p.starts[pool.UID]; s != nil {
+		f = *s
+	}
 	p.mu.Unlock()
-	if f == nil || f.n < stallAfter {
+	if f.n < stallAfter {
 		return
 	}
 	msg := fmt.Sprintf("%d members in a row failed before they could be claimed, the last: %s; the next is made in %s",

@@ -96,21 +96,21 @@ func (r *Reconciler) unowned(ctx context.Context, ms []dd.ContainerSummary) ([]d
 // withoutOwner keeps the members no Sandbox of sandboxes records, nor names as
 // its service's container.
 func withoutOwner(members []dd.ContainerSummary, sandboxes []sandboxv1.Sandbox) []dd.ContainerSummary {
-	owned := map[string]bool{}
+	recorded, named := map[string]bool{}, map[string]bool{}
 	for i := range sandboxes {
 		sb := &sandboxes[i]
 		for _, rec := range claim.Records(sb) {
-			owned[rec.ID] = true
+			recorded[rec.ID] = true
 		}
 		for _, svc := range sb.Spec.Services {
 			if e, ok := engine.Lookup(string(svc.Engine)); ok {
-				owned[engine.ContainerName(e, sb.Spec.AgentID)] = true
+				named[engine.ContainerName(e, sb.Spec.AgentID)] = true
 			}
 		}
 	}
 	var out []dd.ContainerSummary
 	for _, m := range members {
-		if !owned[m.ID] && !owned[m.Name] {
+		if !recorded[m.ID] && !named[m.Name] {
 			out = append(out, m)
 		}
 	}

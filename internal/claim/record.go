@@ -5,6 +5,7 @@ package claim
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"maps"
 	"strings"
 	"sync"
@@ -65,18 +66,46 @@ type Recent struct {
 // merge patch of one key: services claiming at once do not conflict), then
 // remembers it until the cache shows it.
 func (rc *Recent) Write(ctx context.Context, c client.Client, sb *sandboxv1.Sandbox, engine string, rec Record) error {
-	patch, err := json.Marshal(map[string]any{"status": map[string]any{"claims": map[string]sandboxv1.ServiceClaim{
-		engine: {ContainerID: rec.ID, Credentials: rec.Credentials}}}})
-	if err != nil {
-		return err
+	body := map[string]any{"status": map[string]any{"claims": map[string]sandboxv1.ServiceClaim{
+		engine: {ContainerID: rec.ID, Credentials: rec.Credentials}}}}
+	target, patch, err := mergePatch(sb, body)
+	if err == nil {
+		err = c.Status().Patch(ctx, target, patch)
 	}
-	target := &sandboxv1.Sandbox{}
-	target.Namespace, target.Name = sb.Namespace, sb.Name
-	if err := c.Status().Patch(ctx, target, client.RawPatch(types.MergePatchType, patch)); err != nil {
+	if err != nil {
 		return err
 	}
 	rc.add(sb.UID, engine, rec)
 	return nil
+}
+
+// RemoveLegacy removes the claim annotations of the engines from sb; a Sandbox
+// gone meanwhile is no error.
+func RemoveLegacy(ctx context.Context, c client.Client, sb *sandboxv1.Sandbox, engines []string) error {
+	drop := map[string]any{}
+	for _, e := range engines {
+		drop[sandboxv1.AnnotationClaimPrefix+e] = nil
+	}
+	target, patch, err := mergePatch(sb, map[string]any{"metadata": map[string]any{"annotations": drop}})
+	if err == nil {
+		err = c.Patch(ctx, target, patch)
+	}
+	if client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("removing claim annotations: %w", err)
+	}
+	return nil
+}
+
+// mergePatch is body as a JSON merge patch of sb, of its keys only: writers of
+// other keys (services claiming at once) do not conflict.
+func mergePatch(sb *sandboxv1.Sandbox, body map[string]any) (client.Object, client.Patch, error) {
+	patch, err := json.Marshal(body)
+	if err != nil {
+		return nil, nil, err
+	}
+	target := &sandboxv1.Sandbox{}
+	target.Namespace, target.Name = sb.Namespace, sb.Name
+	return target, client.RawPatch(types.MergePatchType, patch), nil
 }
 
 func (rc *Recent) add(uid types.UID, engine string, c Record) {
