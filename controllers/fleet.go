@@ -20,6 +20,7 @@ import (
 	"github.com/roboco-sandbox/sandbox-controller/controllers/sandboxpool"
 	"github.com/roboco-sandbox/sandbox-controller/controllers/sweep"
 	"github.com/roboco-sandbox/sandbox-controller/internal/apiclock"
+	"github.com/roboco-sandbox/sandbox-controller/internal/chaosplant"
 	dd "github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver"
 	"github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver/eventhub"
 	"github.com/roboco-sandbox/sandbox-controller/internal/host"
@@ -273,6 +274,9 @@ func (f *fleet) forget(name string) {
 
 // forget drops what the host's controllers know beyond what they list again.
 func (hs *hostSet) forget() {
+	if chaosplant.Active(chaosplant.WarmKeptOnLeaseLoss) {
+		return
+	}
 	hs.sandboxes.ForgetHost()
 	hs.pools.ForgetHost()
 }

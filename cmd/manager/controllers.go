@@ -19,6 +19,11 @@ func setupControllers(mgr ctrl.Manager, driver dd.Driver, s *settings) error {
 	if err != nil {
 		return err
 	}
+	if leases != nil {
+		// Note: the identity is what DockerHost status.manager and the host Leases name.
+		ctrl.Log.WithName("setup").Info("Sharing the Docker hosts with the other replicas through Leases",
+			"identity", leases.Identity, "namespace", leases.Namespace)
+	}
 	return controllers.Setup{Options: s.options, MaxConcurrentReconciles: s.maxConcurrentReconciles, Sweep: s.sweep,
 		DockerHostName: s.dockerHostName, DockerEndpoint: s.dockerHost, Leases: leases, UserAgent: userAgent()}.AddToManager(mgr, driver)
 }

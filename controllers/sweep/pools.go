@@ -7,6 +7,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
+	"github.com/roboco-sandbox/sandbox-controller/internal/chaosplant"
 	"github.com/roboco-sandbox/sandbox-controller/internal/claim"
 	dd "github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver"
 	"github.com/roboco-sandbox/sandbox-controller/internal/engine"
@@ -96,6 +97,9 @@ func (r *Reconciler) unowned(ctx context.Context, ms []dd.ContainerSummary) ([]d
 // withoutOwner keeps the members no Sandbox of sandboxes records, nor names as
 // its service's container.
 func withoutOwner(members []dd.ContainerSummary, sandboxes []sandboxv1.Sandbox) []dd.ContainerSummary {
+	if chaosplant.Active(chaosplant.SweepIgnoresClaims) {
+		return members
+	}
 	recorded, named := map[string]bool{}, map[string]bool{}
 	for i := range sandboxes {
 		sb := &sandboxes[i]

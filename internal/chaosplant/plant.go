@@ -14,6 +14,18 @@ const (
 	PasswordOnRestart = "password-on-restart"
 	// IdentitySkipped: a Sandbox bound to one Docker host is worked on another.
 	IdentitySkipped = "identity-skipped"
+	// SweepIgnoresClaims: the orphan sweep reads no claim (neither the
+	// records nor the service names they agree with), so a claimed member,
+	// which keeps its pool's labels, is an orphan to it.
+	SweepIgnoresClaims = "sweep-ignores-claims"
+	// IdentityKeptOnRedial: a host's identity proof outlives what should end
+	// it (a redial to a changed endpoint, a lost event stream), so the host is
+	// not proven again.
+	IdentityKeptOnRedial = "identity-kept-on-redial"
+	// WarmKeptOnLeaseLoss: a replica keeps what it knew of a host's members
+	// (warm offers, probes, recent claims) when it gives the host's Lease up,
+	// and finds it as it left it when the Lease comes back.
+	WarmKeptOnLeaseLoss = "warm-kept-on-lease-loss"
 )
 
 // Env is the variable a chaos_plant build reads the planted bug's name from.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/roboco-sandbox/sandbox-controller/internal/chaosplant"
 	dd "github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver"
 )
 
@@ -60,6 +61,9 @@ func (i *Identity) Recheck(ctx context.Context, maxAge time.Duration) (dd.HostId
 
 // Forget drops the proof: the next Prove reads the marker again.
 func (i *Identity) Forget() {
+	if chaosplant.Active(chaosplant.IdentityKeptOnRedial) {
+		return
+	}
 	i.mu.Lock()
 	defer i.mu.Unlock()
 	i.proven = nil

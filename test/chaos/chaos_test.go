@@ -15,6 +15,7 @@
 package chaos
 
 import (
+	"cmp"
 	"context"
 	crand "crypto/rand"
 	"encoding/binary"
@@ -58,7 +59,7 @@ func TestChaos(t *testing.T) {
 		faults = strings.Split(only, ",")
 	}
 	s := settings{name: "chaos", cycles: cycles, seed: seed(), faults: faults,
-		minLive: 8, maxLive: 12, mongo: long, warmup: 15 * time.Second, bound: bound()}
+		minLive: 8, maxLive: 12, mongo: long, pools: true, replicas: 2, warmup: 15 * time.Second, bound: bound()}
 	r := h.newRun(t, s)
 	vs := r.execute(t.Context())
 	r.report()
@@ -83,34 +84,46 @@ func TestChaosPlanted(t *testing.T) {
 	}
 	h := setup(t)
 	cases := []struct {
-		bug, fault, invariant string
-		warmup                time.Duration
+		bug, fault string
+		invariants []string // any of them catches it
+		warmup     time.Duration
+		pools      bool
+		replicas   int
+		cycles     int // 3 when 0
 	}{
 		// The sweep's list of Sandboxes fails while the API server is down;
 		// every container older than the grace period is then reaped.
-		{chaosplant.SweepAfterFailedList, faultAPIServer, invReplaced, gracePeriod + 5*time.Second},
-		{chaosplant.PasswordOnRestart, faultManagerKill, invPassword, 10 * time.Second},
-		{chaosplant.IdentitySkipped, faultHostSwap, invForeign, 10 * time.Second},
+		{bug: chaosplant.SweepAfterFailedList, fault: faultAPIServer, invariants: []string{invReplaced}, warmup: gracePeriod + 5*time.Second},
+		{bug: chaosplant.PasswordOnRestart, fault: faultManagerKill, invariants: []string{invPassword}, warmup: 10 * time.Second},
+		{bug: chaosplant.IdentitySkipped, fault: faultHostSwap, invariants: []string{invForeign}, warmup: 10 * time.Second},
+		// Claimed members carry their pool's labels: to a sweep that reads no
+		// claim, each is an orphan once older than the grace period. The claims
+		// are seen at the warm-up's check, and the edits go on past the grace.
+		{bug: chaosplant.SweepIgnoresClaims, fault: faultUpdate, invariants: []string{invReplaced, invData, invMemberLeak},
+			warmup: 15 * time.Second, pools: true, cycles: 25},
+		{bug: chaosplant.IdentityKeptOnRedial, fault: faultEndpoint, invariants: []string{invForeign, invWrongHost}, warmup: 10 * time.Second},
+		{bug: chaosplant.WarmKeptOnLeaseLoss, fault: faultLease, invariants: []string{invShared, invReplaced, invTwo},
+			warmup: 20 * time.Second, pools: true, replicas: 2},
 	}
 	for _, c := range cases {
 		t.Run(c.bug, func(t *testing.T) {
 			if c.fault == faultHostSwap && !hostIdentitySupported() {
 				t.Skip("the manager does not bind Sandboxes to a Docker host yet (no status.dockerHost)")
 			}
-			s := settings{name: "plant-" + c.bug, cycles: 3, seed: seed(), faults: []string{c.fault}, plant: c.bug,
-				minLive: 8, maxLive: 10, warmup: c.warmup, bound: bound()}
+			s := settings{name: "plant-" + c.bug, cycles: cmp.Or(c.cycles, 3), seed: seed(), faults: []string{c.fault}, plant: c.bug,
+				minLive: 8, maxLive: 10, warmup: c.warmup, bound: bound(), pools: c.pools, replicas: c.replicas}
 			r := h.newRun(t, s)
 			// Note: this run is meant to break invariants; its report is the test.
 			vs := r.execute(t.Context())
 			var caught []string
 			for _, v := range vs {
-				if v.invariant == c.invariant {
+				if slices.Contains(c.invariants, v.invariant) {
 					caught = append(caught, v.String())
 				}
 			}
 			if len(caught) == 0 {
 				t.Errorf("planted bug %s not caught: no violation of %q in %d cycles of %s (violations: %v); seed %d",
-					c.bug, c.invariant, s.cycles, c.fault, vs, s.seed)
+					c.bug, c.invariants, s.cycles, c.fault, vs, s.seed)
 				return
 			}
 			t.Logf("planted bug %s caught: %s", c.bug, caught[0])
@@ -144,10 +157,13 @@ type harness struct {
 	dir    string
 	daemon *daemon
 	proxy  *proxy
-	plane  *plane
-	k8s    client.Client
-	images testenv.Images
-	bins   map[bool]string // planted or not
+	// other is the second daemon, behind otherProxy (hosts_test.go).
+	other      *daemon
+	otherProxy *proxy
+	plane      *plane
+	k8s        client.Client
+	images     testenv.Images
+	bins       map[bool]string // planted or not
 }
 
 func setup(t *testing.T) *harness {
@@ -190,6 +206,9 @@ func setup(t *testing.T) *harness {
 	if h.k8s, err = client.New(&cfg, client.Options{Scheme: scheme}); err != nil {
 		t.Fatal(err)
 	}
+	if err := h.registerHosts(t.Context()); err != nil {
+		t.Fatal(err)
+	}
 	return h
 }
 
@@ -215,6 +234,17 @@ func (h *harness) startDocker(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(h.proxy.close)
+	t.Cleanup(func() {
+		if h.other != nil {
+			h.other.Teardown()
+		}
+		if h.otherProxy != nil {
+			h.otherProxy.close()
+		}
+	})
+	if err := h.startOther(); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // newRun starts a run's manager in a namespace of its own.
@@ -227,7 +257,9 @@ func (h *harness) newRun(t *testing.T, s settings) *run {
 	}
 	args := []string{
 		"--kubeconfig", h.plane.kubeconfig,
-		"--docker-host", "unix://" + h.proxy.socket,
+		// Note: no Docker host of its own: the suite's DockerHosts, shared by the replicas.
+		"--docker-host-name", "",
+		"--leader-elect", "--leader-election-namespace", ns, "--leader-election-id", instance,
 		"--instance", instance,
 		"--postgres-image", h.images.Plain["postgres"], "--postgres-kitchen-sink-image", h.images.KitchenSink["postgres"],
 		"--redis-image", h.images.Plain["redis"], "--redis-kitchen-sink-image", h.images.KitchenSink["redis"],
@@ -246,16 +278,24 @@ func (h *harness) newRun(t *testing.T, s settings) *run {
 		}
 		h.bins[planted] = bin
 	}
-	m := &manager{bin: h.bins[planted], args: args, env: plantEnv(s.plant),
-		logPath: filepath.Join(h.dir, "manager-"+s.name+".log")}
-	r := &run{t: t, h: h, s: s, instance: instance, mgr: m,
+	r := &run{t: t, h: h, s: s, instance: instance,
 		faultRand: rand.New(rand.NewPCG(s.seed, 1)),
 		sampler:   &sampler{seen: map[string]bool{}},
 		stats:     stats{injected: map[string]int{}, recovery: map[string][]time.Duration{}, violated: map[string]int{}}}
+	for i := range max(1, s.replicas) {
+		r.mgrs = append(r.mgrs, &manager{bin: h.bins[planted], args: args, env: plantEnv(s.plant),
+			logPath: filepath.Join(h.dir, fmt.Sprintf("manager-%s-%d.log", s.name, i))})
+	}
+	r.mgr = r.mgrs[0]
 	r.w = &workload{h: h, r: rand.New(rand.NewPCG(s.seed, 2)), ns: ns, minLive: s.minLive, maxLive: s.maxLive, mongo: s.mongo,
-		live: map[string]*record{}, gone: map[string]*record{}}
+		host: h.mainHost(), pools: s.pools, live: map[string]*record{}, gone: map[string]*record{}}
+	if err := r.w.createPools(t.Context()); err != nil {
+		t.Fatal(err)
+	}
 	h.proxy.take()
-	m.start()
+	for _, m := range r.mgrs {
+		m.start()
+	}
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 		defer cancel()

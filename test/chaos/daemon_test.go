@@ -28,7 +28,7 @@ func newDaemon(id, logDir string) *daemon {
 		octet = (octet*31 + int(c)) % 200
 	}
 	d := testenv.NewDockerd(stalePrefix+id, "sbxc"+id, fmt.Sprintf("10.213.%d.1/24", octet+20),
-		"/var/lib/sandbox-chaos-"+id, filepath.Join(logDir, "dockerd.log"))
+		"/var/lib/sandbox-chaos-"+id, filepath.Join(logDir, "dockerd-"+id+".log"))
 	return &daemon{Dockerd: d, altRoot: d.DataRoot + "-alt"}
 }
 

@@ -25,12 +25,17 @@ const (
 	faultSecret      = "secret-delete"
 	faultContainer   = "container-remove"
 	faultHostSwap    = "host-swap"
+	faultUpdate      = "plain-update"
+	faultForge       = "forged-claim-record"
+	faultEndpoint    = "endpoint-switch"
+	faultLease       = "lease-handover"
 )
 
 // allFaults are the kinds every run injects; host-swap joins them once the
 // manager binds Sandboxes to a proven Docker host (status.dockerHost).
 func allFaults() []string {
-	kinds := []string{faultManagerKill, faultDockerd, faultStall, faultDrop, faultAPIServer, faultSecret, faultContainer}
+	kinds := []string{faultManagerKill, faultDockerd, faultStall, faultDrop, faultAPIServer, faultSecret, faultContainer,
+		faultUpdate, faultForge, faultEndpoint, faultLease}
 	if hostIdentitySupported() {
 		kinds = append(kinds, faultHostSwap)
 	}
@@ -64,7 +69,13 @@ func (r *run) inject(ctx context.Context, c *cycle) error {
 	rnd := r.faultRand
 	switch c.fault {
 	case faultManagerKill:
-		r.mgr.kill(between(rnd, 0, 3*time.Second))
+		// Note: the replica driving the main host, whose work is cut short.
+		i, err := r.mainHolder(ctx)
+		if err != nil {
+			return err
+		}
+		c.target = fmt.Sprintf("replica %d", i)
+		r.mgrs[i].kill(between(rnd, 0, 3*time.Second))
 	case faultDockerd:
 		c.cause.all = true
 		return r.restartDockerd(between(rnd, 3*time.Second, 15*time.Second))
@@ -89,6 +100,14 @@ func (r *run) inject(ctx context.Context, c *cycle) error {
 	case faultHostSwap:
 		c.cause.all = true
 		return r.swapHost(ctx, between(rnd, 20*time.Second, 40*time.Second))
+	case faultUpdate:
+		return r.plainUpdate(ctx, c, rnd)
+	case faultForge:
+		return r.forgeRecord(ctx, c, rnd)
+	case faultEndpoint:
+		return r.switchEndpoint(ctx, c, between(rnd, 10*time.Second, 25*time.Second))
+	case faultLease:
+		return r.handLease(ctx, c)
 	default:
 		return fmt.Errorf("no fault %q", c.fault)
 	}
@@ -169,13 +188,7 @@ func (r *run) swapHost(ctx context.Context, hold time.Duration) error {
 	r.h.proxy.take() // what the manager does on the other host, from here
 	sleep(ctx, hold)
 	calls, creates := r.h.proxy.take()
-	var acted []string
-	for k, v := range calls {
-		if k == "POST /containers/create" || k == "DELETE /containers/{id}" || k == "POST /images/create (pull)" ||
-			strings.HasSuffix(k, "/stop") || strings.HasSuffix(k, "/kill") {
-			acted = append(acted, fmt.Sprintf("%s ×%d", k, v))
-		}
-	}
+	acted := mutations(calls)
 	cs, err := r.h.containers(ctx, r.instance)
 	if err == nil && len(cs) > 0 {
 		acted = append(acted, fmt.Sprintf("%d containers of the Sandboxes made there", len(cs)))

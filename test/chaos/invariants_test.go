@@ -64,7 +64,10 @@ func (c cause) explains(uid, engine string) bool {
 // container is one sandbox container on the suite's daemon.
 type container struct {
 	id, name, state, uid, engine string
-	credentials                  string // the hash of the password it was made with
+	credentials                  string // the hash of the password it was made with (a claim's: rotated to)
+	// pool is a pool member's pool UID; a claimed member's uid is its
+	// Sandbox's once attributed (claimants.attribute), else empty.
+	pool string
 }
 
 // setAside says whether c is a dead container renamed <name>-dead-<id> because
@@ -75,16 +78,16 @@ func (c container) setAside() bool { return strings.Contains(c.name, "-dead-") &
 func (h *harness) containers(ctx context.Context, instance string) ([]container, error) {
 	cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
-	out, err := h.daemon.Docker(cctx, "ps", "-a", "--filter", "label=sandbox.roboco.io/instance="+instance, "--format",
-		`{{.ID}}|{{.Names}}|{{.State}}|{{.Label "sandbox.roboco.io/uid"}}|{{.Label "sandbox.roboco.io/engine"}}|{{.Label "sandbox.roboco.io/credentials"}}`)
+	out, err := h.daemon.Docker(cctx, "ps", "-a", "--no-trunc", "--filter", "label=sandbox.roboco.io/instance="+instance, "--format",
+		`{{.ID}}|{{.Names}}|{{.State}}|{{.Label "sandbox.roboco.io/uid"}}|{{.Label "sandbox.roboco.io/engine"}}|{{.Label "sandbox.roboco.io/credentials"}}|{{.Label "sandbox.roboco.io/pool-uid"}}`)
 	if err != nil {
 		return nil, err
 	}
 	var cs []container
 	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
 		f := strings.Split(line, "|")
-		if len(f) == 6 {
-			cs = append(cs, container{id: f[0], name: f[1], state: f[2], uid: f[3], engine: f[4], credentials: f[5]})
+		if len(f) == 7 {
+			cs = append(cs, container{id: f[0], name: f[1], state: f[2], uid: f[3], engine: f[4], credentials: f[5], pool: f[6]})
 		}
 	}
 	return cs, nil
@@ -92,11 +95,11 @@ func (h *harness) containers(ctx context.Context, instance string) ([]container,
 
 // twoPerService names the services that have more than one container. A dead one
 // set aside (renamed <name>-dead-<id>: Docker could not remove it) serves nothing,
-// and is no second container.
+// and is no second container; nor is an unclaimed (or unattributed) member.
 func twoPerService(cs []container) []string {
 	by := map[string][]string{}
 	for _, c := range cs {
-		if c.setAside() {
+		if c.setAside() || c.uid == "" {
 			continue
 		}
 		by[c.uid+"/"+c.engine] = append(by[c.uid+"/"+c.engine], c.name+" "+c.id+" "+c.state)
@@ -148,12 +151,14 @@ func (s *sampler) take() []string {
 
 // state is one look at everything: what is not yet as it should be after a fault.
 type state struct {
-	notReady, stillThere, orphans, volumes, secrets []string
-	containers                                      []container
+	notReady, stillThere, orphans, volumes, secrets, members []string
+	containers                                               []container
+	// shared names the containers two Sandboxes record (a violation at once).
+	shared []string
 }
 
 func (s state) settled() bool {
-	return len(s.notReady)+len(s.stillThere)+len(s.orphans)+len(s.volumes)+len(s.secrets) == 0
+	return len(s.notReady)+len(s.stillThere)+len(s.orphans)+len(s.volumes)+len(s.secrets)+len(s.members) == 0
 }
 
 // look resolves what the workload does not know yet (a create or a delete whose
@@ -168,6 +173,14 @@ func (r *run) look(ctx context.Context, lost func(rec *record, why string)) (sta
 	if st.containers, err = r.h.containers(ctx, r.instance); err != nil {
 		return st, err
 	}
+	cl := claimantsOf(sbs)
+	cl.attribute(st.containers)
+	st.shared = cl.shared()
+	pools, err := r.w.livePools(ctx)
+	if err != nil {
+		return st, err
+	}
+	st.members = memberLeaks(st.containers, pools)
 	live := map[string]bool{}
 	for _, rec := range r.w.records() {
 		sb := sbs[rec.name]
@@ -202,14 +215,14 @@ func (r *run) look(ctx context.Context, lost func(rec *record, why string)) (sta
 		r.w.forgetGone(ctx, rec)
 	}
 	for _, c := range st.containers {
-		if !live[c.uid] {
+		if c.uid != "" && !live[c.uid] || c.uid == "" && c.pool == "" {
 			st.orphans = append(st.orphans, fmt.Sprintf("%s (%s, uid %s)", c.name, c.state, c.uid))
 		}
 	}
 	if st.volumes, err = r.h.danglingVolumes(ctx); err != nil {
 		return st, err
 	}
-	st.secrets, err = r.orphanSecrets(ctx, live)
+	st.secrets, err = r.orphanSecrets(ctx, live, pools)
 	return st, err
 }
 
@@ -220,8 +233,9 @@ func describeReady(sb *sandboxv1.Sandbox, c *metav1.Condition) string {
 	return fmt.Sprintf("%s: Ready=%s %s: %s", sb.Name, c.Status, c.Reason, c.Message)
 }
 
-// orphanSecrets lists the Secrets of the namespace whose Sandbox is gone.
-func (r *run) orphanSecrets(ctx context.Context, live map[string]bool) ([]string, error) {
+// orphanSecrets lists the Secrets of the namespace whose Sandbox (or pool: its
+// key) is gone.
+func (r *run) orphanSecrets(ctx context.Context, live, pools map[string]bool) ([]string, error) {
 	list := &corev1.SecretList{}
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
@@ -231,7 +245,7 @@ func (r *run) orphanSecrets(ctx context.Context, live map[string]bool) ([]string
 	var out []string
 	for _, s := range list.Items {
 		owner := metav1.GetControllerOf(&s)
-		if owner == nil || !live[string(owner.UID)] {
+		if owner == nil || !live[string(owner.UID)] && !pools[string(owner.UID)] {
 			out = append(out, s.Name)
 		}
 	}

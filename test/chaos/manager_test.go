@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -43,8 +44,10 @@ type manager struct {
 	cmd      *exec.Cmd
 	stopped  bool
 	killed   bool
-	hold     time.Time // no restart before
-	exits    int       // exits the suite did not cause
+	hold     time.Time     // no restart before
+	away     bool          // no restart until back
+	exited   chan struct{} // closed when the current process ends
+	exits    int           // exits the suite did not cause
 	finished chan struct{}
 }
 
@@ -62,6 +65,9 @@ func (m *manager) supervise() {
 			return
 		}
 		wait := time.Until(m.hold)
+		if m.away {
+			wait = 100 * time.Millisecond
+		}
 		m.mu.Unlock()
 		if wait > 0 {
 			time.Sleep(wait)
@@ -74,10 +80,11 @@ func (m *manager) supervise() {
 		}
 		_ = cmd.Wait()
 		m.mu.Lock()
-		if !m.killed && !m.stopped {
+		if !m.killed && !m.stopped && !m.away {
 			m.exits++
 		}
 		m.killed = false
+		close(m.exited)
 		m.mu.Unlock()
 		time.Sleep(time.Second)
 	}
@@ -105,7 +112,7 @@ func (m *manager) spawn() (*exec.Cmd, error) {
 	}
 	// Note: the child holds its own copy of the log's descriptor.
 	_ = logf.Close()
-	m.cmd = cmd
+	m.cmd, m.exited = cmd, make(chan struct{})
 	return cmd, nil
 }
 
@@ -119,6 +126,53 @@ func (m *manager) kill(down time.Duration) {
 		_ = m.cmd.Process.Kill()
 	}
 }
+
+// leave stops the process as a rollout does (SIGTERM), waits for it to end,
+// and starts no other until back.
+func (m *manager) leave() {
+	m.mu.Lock()
+	m.away = true
+	exited := m.exited
+	if m.cmd != nil && m.cmd.ProcessState == nil {
+		_ = m.cmd.Process.Signal(syscall.SIGTERM)
+	}
+	m.mu.Unlock()
+	if exited == nil {
+		return
+	}
+	select {
+	case <-exited:
+	case <-time.After(30 * time.Second):
+		m.mu.Lock()
+		_ = m.cmd.Process.Kill()
+		m.mu.Unlock()
+		<-exited
+	}
+}
+
+// back lets the supervisor start the process again.
+func (m *manager) back() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.away = false
+}
+
+// identity is the replica identity the current process logged at start (""
+// before it did): what DockerHost status.manager names.
+func (m *manager) identity() string {
+	b, _ := os.ReadFile(m.logPath)
+	s := string(b)
+	i := strings.LastIndex(s, "Sharing the Docker hosts with the other replicas")
+	if i < 0 {
+		return ""
+	}
+	if match := identityField.FindStringSubmatch(s[i:]); match != nil {
+		return match[1]
+	}
+	return ""
+}
+
+var identityField = regexp.MustCompile(`"identity": "([^"]+)"`)
 
 // stop sends SIGTERM, as a rollout does, and waits for the process to end.
 func (m *manager) stop() {

@@ -27,6 +27,10 @@ type settings struct {
 	minLive int
 	maxLive int
 	mongo   bool
+	// pools: the workload claims from warm pools of every engine it runs.
+	pools bool
+	// replicas is how many managers share the hosts (1 when 0).
+	replicas int
 	// warmup is how long the workload runs before the first fault.
 	warmup time.Duration
 	// bound is how long every Sandbox may take to be Ready again after a fault.
@@ -46,7 +50,8 @@ type run struct {
 	h         *harness
 	s         settings
 	instance  string
-	mgr       *manager
+	mgrs      []*manager
+	mgr       *manager // mgrs[0]
 	w         *workload
 	faultRand *rand.Rand
 	sampler   *sampler
@@ -126,17 +131,19 @@ func (r *run) execute(ctx context.Context) []violation {
 	return r.violations
 }
 
+// lost reports a Sandbox that vanished although nobody deleted it.
+func (r *run) lost(_ *record, why string) { r.violate(invDeleted, why) }
+
 // check pauses the workload, waits until everything settled (every Sandbox Ready,
 // the deleted ones gone, nothing leaked) and checks the invariants.
 func (r *run) check(ctx context.Context, c *cycle) {
 	r.w.ops.Lock()
 	defer r.w.ops.Unlock()
 	end := time.Now()
-	lost := func(rec *record, why string) { r.violate(invDeleted, why) }
 	var st state
 	var err error
 	for deadline := end.Add(r.s.bound); ; {
-		st, err = r.look(ctx, lost)
+		st, err = r.look(ctx, r.lost)
 		if err == nil && st.settled() {
 			r.stats.recovery[c.fault] = append(r.stats.recovery[c.fault], time.Since(end))
 			break
@@ -150,6 +157,9 @@ func (r *run) check(ctx context.Context, c *cycle) {
 	for _, d := range r.sampler.take() {
 		r.violate(invTwo, d)
 	}
+	for _, d := range st.shared {
+		r.violate(invShared, d)
+	}
 	// A deleted Secret explains new passwords and containers until both are seen.
 	for _, rec := range r.w.records() {
 		if rec.rotating {
@@ -158,10 +168,13 @@ func (r *run) check(ctx context.Context, c *cycle) {
 		}
 	}
 	r.checkServices(ctx, c, st.containers)
+	r.checkData(ctx, c, st.containers)
 	r.checkPasswords(ctx, c)
 	r.checkHotLoop(c)
-	if p := r.mgr.panics(); p != "" {
-		r.violate(invPanic, p)
+	for _, m := range r.mgrs {
+		if p := m.panics(); p != "" {
+			r.violate(invPanic, p)
+		}
 	}
 	r.t.Logf("cycle %d: %s%s; %d live, recovered in %s", c.n, c.fault, targetNote(c), len(r.w.records()), time.Since(end).Round(100*time.Millisecond))
 }
@@ -186,6 +199,9 @@ func (r *run) unsettled(st state, err error) {
 	if len(st.orphans)+len(st.volumes)+len(st.secrets) > 0 {
 		r.violate(invLeak, fmt.Sprintf("%s after the fault: containers %v, dangling volumes %v, Secrets %v",
 			r.s.bound, st.orphans, st.volumes, st.secrets))
+	}
+	if len(st.members) > 0 {
+		r.violate(invMemberLeak, fmt.Sprintf("%s after the fault: %s", r.s.bound, strings.Join(st.members, "; ")))
 	}
 }
 
@@ -274,12 +290,29 @@ func (r *run) teardown(ctx context.Context) {
 		}
 		sleep(ctx, time.Second)
 	}
-	r.mgr.stop()
+	_ = r.h.k8s.DeleteAllOf(ctx, &sandboxv1.SandboxPool{}, client.InNamespace(r.w.ns))
+	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); {
+		var pools sandboxv1.SandboxPoolList
+		if err := r.h.k8s.List(ctx, &pools, client.InNamespace(r.w.ns)); err == nil && len(pools.Items) == 0 {
+			break
+		}
+		sleep(ctx, time.Second)
+	}
+	for _, m := range r.mgrs {
+		m.stop()
+	}
 	// Whatever is left: finalizers of a manager that could not finish, containers.
 	if sbs, err := r.w.sandboxes(ctx); err == nil {
 		for _, sb := range sbs {
 			sb.Finalizers = nil
 			_ = r.h.k8s.Update(ctx, sb)
+		}
+	}
+	var pools sandboxv1.SandboxPoolList
+	if err := r.h.k8s.List(ctx, &pools, client.InNamespace(r.w.ns)); err == nil {
+		for i := range pools.Items {
+			pools.Items[i].Finalizers = nil
+			_ = r.h.k8s.Update(ctx, &pools.Items[i])
 		}
 	}
 	if cs, err := r.h.containers(ctx, r.instance); err == nil {

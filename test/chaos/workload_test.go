@@ -30,7 +30,9 @@ type record struct {
 	// rotating is set when the suite deleted its Secret, until new passwords
 	// and new containers are seen.
 	rotating bool
-	born     time.Time
+	// marked is the redis container the data marker was written to.
+	marked string
+	born   time.Time
 }
 
 // workload keeps between minLive and maxLive Sandboxes, creating and deleting them
@@ -42,6 +44,10 @@ type workload struct {
 	minLive int
 	maxLive int
 	mongo   bool
+	// host is the DockerHost every Sandbox is pinned to; with pools, half the
+	// Sandboxes claim from them and half start cold.
+	host  string
+	pools bool
 
 	ops  sync.Mutex // held for one operation, or by a check for its duration
 	mu   sync.Mutex
@@ -55,7 +61,7 @@ type workload struct {
 func (w *workload) run(ctx context.Context) {
 	w.ops.Lock()
 	for len(w.records()) < w.minLive && ctx.Err() == nil {
-		w.create(ctx)
+		w.create(ctx, w.pools && w.r.IntN(2) == 0)
 	}
 	w.ops.Unlock()
 	for ctx.Err() == nil {
@@ -80,7 +86,7 @@ func (w *workload) step(ctx context.Context) {
 	grow, shrink := n < w.maxLive, n > w.minLive
 	switch {
 	case grow && (!shrink || w.r.IntN(2) == 0):
-		w.create(ctx)
+		w.create(ctx, w.pools && w.r.IntN(2) == 0)
 	case shrink:
 		w.remove(ctx)
 	}
@@ -93,9 +99,19 @@ func (w *workload) deletes() int {
 	return w.deleted
 }
 
+// claims makes n Sandboxes that claim from the pools, now.
+func (w *workload) claims(ctx context.Context, n int) {
+	for range n {
+		w.ops.Lock()
+		w.create(ctx, true)
+		w.ops.Unlock()
+	}
+}
+
 // create makes a Sandbox of one or two services; one in four follows an owner
-// container.
-func (w *workload) create(ctx context.Context) {
+// container. With pools, pooled says whether its services may claim members
+// (else it starts cold).
+func (w *workload) create(ctx context.Context, pooled bool) {
 	w.n++
 	rec := &record{name: fmt.Sprintf("sbx-%d", w.n), agentID: fmt.Sprintf("c%s-%d", w.h.id, w.n), born: time.Now()}
 	// Note: postgres's initdb is the slow start on a busy machine; half of the
@@ -112,7 +128,11 @@ func (w *workload) create(ctx context.Context) {
 	}
 	sb := &sandboxv1.Sandbox{
 		ObjectMeta: metav1.ObjectMeta{Name: rec.name, Namespace: w.ns},
-		Spec:       sandboxv1.SandboxSpec{AgentID: rec.agentID, Owner: &sandboxv1.OwnerSpec{Policy: sandboxv1.OwnerPolicyNone}},
+		Spec: sandboxv1.SandboxSpec{AgentID: rec.agentID, Owner: &sandboxv1.OwnerSpec{Policy: sandboxv1.OwnerPolicyNone},
+			Placement: sandboxv1.Placement{DockerHost: w.host}},
+	}
+	if !pooled {
+		sb.Spec.Pools = &sandboxv1.PoolSelection{Policy: sandboxv1.PoolPolicyNever}
 	}
 	for _, e := range rec.engines {
 		sb.Spec.Services = append(sb.Spec.Services, sandboxv1.ServiceSpec{Engine: sandboxv1.Engine(e)})
