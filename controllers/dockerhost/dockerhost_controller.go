@@ -207,6 +207,6 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&sandboxv1.Sandbox{}, toHost, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&sandboxv1.SandboxPool{}, toHost, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		WatchesRawSource(source.Channel(r.Fleet.Taken(), &handler.TypedEnqueueRequestForObject[*sandboxv1.DockerHost]{})).
-		WithOptions(controller.Options{MaxConcurrentReconciles: 4, NeedLeaderElection: ptr.To(r.Fleet.Manager() == "")}).
+		WithOptions(kit.Paced(controller.Options{MaxConcurrentReconciles: 4, NeedLeaderElection: ptr.To(r.Fleet.Manager() == "")})).
 		Complete(r)
 }

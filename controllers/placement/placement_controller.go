@@ -12,6 +12,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -119,6 +120,7 @@ func (pl *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Named("sandbox-placement").
 		For(&sandboxv1.Sandbox{}, builder.WithPredicates(unbound)).
 		Watches(&sandboxv1.DockerHost{}, handler.EnqueueRequestsFromMapFunc(pl.unboundSandboxes), builder.WithPredicates(mayFitMore())).
+		WithOptions(kit.Paced(controller.Options{})).
 		Complete(pl)
 }
 

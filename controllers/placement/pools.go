@@ -8,6 +8,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -52,6 +53,7 @@ func (pp PoolReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Named("sandboxpool-placement").
 		For(&sandboxv1.SandboxPool{}, builder.WithPredicates(unbound)).
 		Watches(&sandboxv1.DockerHost{}, handler.EnqueueRequestsFromMapFunc(pp.unboundPools), builder.WithPredicates(mayFitMore())).
+		WithOptions(kit.Paced(controller.Options{})).
 		Complete(pp)
 }
 

@@ -195,7 +195,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 			UpdateFunc: func(event.UpdateEvent) bool { return false },
 		})).
 		WatchesRawSource(source.Channel(r.requeue, &handler.TypedEnqueueRequestForObject[*sandboxv1.Sandbox]{})).
-		WithOptions(r.Scope.Options(r.MaxConcurrentReconciles)).
+		WithOptions(kit.Paced(r.Scope.Options(r.MaxConcurrentReconciles))).
 		WithLogConstructor(lease.HostLogger(mgr, "sandbox", r.Scope.Name)).
 		Named("sandbox").
 		Complete(r.Live.Wrap(kit.Observed(r, r.Observe)))

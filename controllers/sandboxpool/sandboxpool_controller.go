@@ -240,7 +240,7 @@ func (p *Reconciler) SetupWithManager(mgr ctrl.Manager, refills int) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&sandboxv1.SandboxPool{}, builder.WithPredicates(index.BoundToHost(p.Scope.Name))).
 		WatchesRawSource(source.Channel(p.requeue, &handler.TypedEnqueueRequestForObject[*sandboxv1.SandboxPool]{})).
-		WithOptions(p.Scope.Options(2)).
+		WithOptions(kit.Paced(p.Scope.Options(2))).
 		WithLogConstructor(lease.HostLogger(mgr, "sandboxpool", p.Scope.Name)).
 		Named("sandboxpool").
 		Complete(p)
