@@ -111,7 +111,7 @@ func TestChaosPlanted(t *testing.T) {
 				t.Skip("the manager does not bind Sandboxes to a Docker host yet (no status.dockerHost)")
 			}
 			s := settings{name: "plant-" + c.bug, cycles: cmp.Or(c.cycles, 3), seed: seed(), faults: []string{c.fault}, plant: c.bug,
-				minLive: 8, maxLive: 10, warmup: c.warmup, bound: bound(), pools: c.pools, replicas: c.replicas}
+				minLive: 8, maxLive: 10, warmup: c.warmup, bound: bound(), pools: c.pools, replicas: c.replicas, stopOn: c.invariants}
 			r := h.newRun(t, s)
 			// Note: this run is meant to break invariants; its report is the test.
 			vs := r.execute(t.Context())

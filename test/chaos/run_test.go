@@ -35,6 +35,9 @@ type settings struct {
 	warmup time.Duration
 	// bound is how long every Sandbox may take to be Ready again after a fault.
 	bound time.Duration
+	// stopOn ends the run at the first violation of one of these (a planted
+	// bug's run: once caught, further cycles show nothing more).
+	stopOn []string
 }
 
 // The manager's timings in the suite: short, so that every path runs in a cycle.
@@ -127,8 +130,18 @@ func (r *run) execute(ctx context.Context) []violation {
 		}
 		r.stats.injected[kind]++
 		r.check(ctx, c)
+		if r.caught() {
+			break
+		}
 	}
 	return r.violations
+}
+
+// caught says whether an invariant of stopOn was violated.
+func (r *run) caught() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.ContainsFunc(r.violations, func(v violation) bool { return slices.Contains(r.s.stopOn, v.invariant) })
 }
 
 // lost reports a Sandbox that vanished although nobody deleted it.
