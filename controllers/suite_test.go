@@ -10,6 +10,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -64,10 +65,15 @@ func startManagerOn(cfg *rest.Config, driver dd.Driver, opts controllers.Options
 
 // startManagerWith is startManagerOn with the wiring setup says.
 func startManagerWith(cfg *rest.Config, driver dd.Driver, setup controllers.Setup) (stop func()) {
+	return startManagerCached(cfg, driver, setup, controllers.CacheOptions())
+}
+
+// startManagerCached is startManagerWith on a cache of cacheOpts.
+func startManagerCached(cfg *rest.Config, driver dd.Driver, setup controllers.Setup, cacheOpts cache.Options) (stop func()) {
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:     scheme,
 		Metrics:    metricsserver.Options{BindAddress: "0"},
-		Cache:      controllers.CacheOptions(),
+		Cache:      cacheOpts,
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
 	})
 	Expect(err).NotTo(HaveOccurred())
