@@ -115,6 +115,14 @@ func (t *Table) renewHeld(ctx context.Context, hosts []string) error {
 		switch {
 		case err == nil:
 			t.keep(host, l, started)
+			if started.Sub(h.renewed) >= t.Config.Duration-t.Config.RetryPeriod {
+				// Note: the hold lapsed (rounds failed: the API server did not
+				// answer), and the host's passes meanwhile were dropped; nobody
+				// else held it (the Lease still named this replica), so it is
+				// taken again: everything bound to it is looked at again.
+				logf.FromContext(ctx).Info("Renewed the Lease of a Docker host after its hold lapsed; looking again at what is bound to it", "dockerHost", host)
+				t.OnAcquire(host)
+			}
 		case apierrors.IsConflict(err) || apierrors.IsNotFound(err) || time.Since(h.renewed) > t.Config.Duration-t.Config.RetryPeriod:
 			t.lose(ctx, host, err)
 		default:
