@@ -58,7 +58,9 @@ var _ = Describe("Lifecycle", func() {
 		Expect(k8sClient.Create(ctx, second)).To(Succeed())
 		Eventually(condition(second, sandboxv1.ConditionStalled)).Should(Equal("True/NameConflict"))
 		msg := conditionOf(second, sandboxv1.ConditionStalled).Message
-		Expect(msg).To(ContainSubstring("belongs to Sandbox " + ns + "/first"))
+		Expect(msg).To(ContainSubstring("belongs to a Sandbox of another namespace"))
+		Expect(msg).NotTo(ContainSubstring(ns), "another tenant's namespace is not named")
+		Expect(msg).NotTo(ContainSubstring("first"), "another tenant's Sandbox is not named")
 		Expect(condition(second, sandboxv1.ConditionReady)()).To(Equal("False/Failed"))
 		Consistently(func() string { return get(first).Status.Services[0].ContainerID }, "1s").
 			Should(Equal(firstReady.Status.Services[0].ContainerID))

@@ -48,7 +48,7 @@ func (r *Reconciler) claimService(ctx context.Context, w serviceWork, res servic
 	case got.Taken != nil:
 		// Note: the member is this Sandbox's by its record, and still named as a member.
 		_ = r.Host.Remove(ctx, m.ID)
-		return r.nameConflict(ctx, res, got.Taken), true
+		return r.nameConflict(ctx, w.sb, res, got.Taken), true
 	case err != nil:
 		return res.dockerFailed(ctx, err, "claiming pool member "+m.Name), true
 	}

@@ -17,7 +17,7 @@ const staleRetry = 10 * time.Millisecond
 
 // nameConflict decides about a container that holds the service's name without our
 // UID: stale (its Sandbox is gone) → removed; otherwise never touched.
-func (r *Reconciler) nameConflict(ctx context.Context, res serviceResult, conflict *dd.ConflictError) serviceResult {
+func (r *Reconciler) nameConflict(ctx context.Context, sb *sandboxv1.Sandbox, res serviceResult, conflict *dd.ConflictError) serviceResult {
 	existing := conflict.Existing
 	key, named := sandboxKey(existing.Labels)
 	uid := existing.Labels[host.LabelUID]
@@ -49,9 +49,7 @@ func (r *Reconciler) nameConflict(ctx context.Context, res serviceResult, confli
 			conflict.Name, err, retryIn.Round(time.Second))}
 		return res
 	case err == nil && string(other.UID) == uid:
-		return res.conflict(fmt.Sprintf(
-			"container name %s belongs to Sandbox %s/%s (agentID %s): an agentID can have one Sandbox per Docker host",
-			conflict.Name, other.Namespace, other.Name, other.Spec.AgentID))
+		return res.conflict(heldBy(sb, other, conflict.Name))
 	}
 	if err := r.Host.Remove(ctx, existing.ID); err != nil {
 		return res.dockerFailed(ctx, err, "removing stale container "+conflict.Name)
@@ -60,6 +58,19 @@ func (r *Reconciler) nameConflict(ctx context.Context, res serviceResult, confli
 		"removed stale container %s left by Sandbox %s/%s (uid %s), which no longer exists", conflict.Name, key.Namespace, key.Name, uid))
 	return res.waiting(part{reason: sandboxv1.ReasonCreating, message: "removed a stale container holding " + conflict.Name},
 		"waiting for the container", staleRetry)
+}
+
+// heldBy says that another live Sandbox holds name. agentIDs are unique per
+// Docker host, not per namespace (container names are upstream's, and carry no
+// namespace): one of another namespace is not named, since a tenant learns
+// nothing of another's objects from a condition.
+func heldBy(sb, other *sandboxv1.Sandbox, name string) string {
+	if other.Namespace == sb.Namespace {
+		return fmt.Sprintf("container name %s belongs to Sandbox %s (agentID %s): an agentID can have one Sandbox per Docker host; use another agentID",
+			name, other.Name, other.Spec.AgentID)
+	}
+	return fmt.Sprintf("container name %s belongs to a Sandbox of another namespace with agentID %s on this Docker host: "+
+		"agentIDs are unique per Docker host, across namespaces; use another agentID", name, other.Spec.AgentID)
 }
 
 // conflict stalls the service on a name it may not take.

@@ -156,7 +156,7 @@ func (r *Reconciler) ensureService(ctx context.Context, w serviceWork, res servi
 		res.images = part{reason: sandboxv1.ReasonPulling, message: pull.Describe(image)}
 		return res.waiting(part{reason: sandboxv1.ReasonCreating, message: "waiting for image " + image}, "waiting for image "+image, pullPollInterval)
 	case got.Taken != nil:
-		return r.nameConflict(ctx, res, got.Taken)
+		return r.nameConflict(ctx, w.sb, res, got.Taken)
 	case err != nil:
 		return res.dockerFailed(ctx, err, "creating "+w.svc.Container.Name)
 	}
