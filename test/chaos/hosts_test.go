@@ -56,12 +56,6 @@ func (h *harness) registerHosts(ctx context.Context) error {
 	return nil
 }
 
-// unregisterHosts deletes the suite's DockerHosts (their finalizers need a
-// manager: a run's teardown calls it while one still runs).
-func (h *harness) unregisterHosts(ctx context.Context) {
-	_ = h.k8s.DeleteAllOf(ctx, &sandboxv1.DockerHost{}, client.MatchingLabels{testLabel: h.id})
-}
-
 // dockerHost reads a DockerHost.
 func (h *harness) dockerHost(ctx context.Context, name string) (*sandboxv1.DockerHost, error) {
 	dh := &sandboxv1.DockerHost{}
