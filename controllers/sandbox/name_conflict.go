@@ -65,12 +65,12 @@ func (r *Reconciler) nameConflict(ctx context.Context, sb *sandboxv1.Sandbox, re
 // namespace): one of another namespace is not named, since a tenant learns
 // nothing of another's objects from a condition.
 func heldBy(sb, other *sandboxv1.Sandbox, name string) string {
+	const why = "a name (container name, or the alias of a longer one) is one Sandbox's per Docker host, across namespaces: " +
+		"a second container answering to it would take the other's connections; use another agentID"
 	if other.Namespace == sb.Namespace {
-		return fmt.Sprintf("container name %s belongs to Sandbox %s (agentID %s): an agentID can have one Sandbox per Docker host; use another agentID",
-			name, other.Name, other.Spec.AgentID)
+		return fmt.Sprintf("the name %s belongs to Sandbox %s (agentID %s) on this Docker host: %s", name, other.Name, other.Spec.AgentID, why)
 	}
-	return fmt.Sprintf("container name %s belongs to a Sandbox of another namespace with agentID %s on this Docker host: "+
-		"agentIDs are unique per Docker host, across namespaces; use another agentID", name, other.Spec.AgentID)
+	return fmt.Sprintf("the name %s belongs to a Sandbox of another namespace on this Docker host: %s", name, why)
 }
 
 // conflict stalls the service on a name it may not take.

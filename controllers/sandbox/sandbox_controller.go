@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -23,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
@@ -68,6 +70,8 @@ type Reconciler struct {
 	own *ownActions
 	// memory keeps each Sandbox's backoff and probe attempts between passes.
 	memory *memory
+	// names are the names this replica's passes took on the host (names.go).
+	names nameBook
 	// secrets watches the foreign Secrets that stall Sandboxes.
 	secrets *foreignSecrets
 	// claims are the claim records this manager wrote lately; poolKeys derive
@@ -197,6 +201,12 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 			UpdateFunc: func(event.UpdateEvent) bool { return false },
 		})).
 		WatchesRawSource(source.Channel(r.requeue, &handler.TypedEnqueueRequestForObject[*sandboxv1.Sandbox]{})).
+		// A Sandbox gone frees its names for the Sandboxes waiting for them.
+		Watches(&sandboxv1.Sandbox{}, handler.Funcs{DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			for _, req := range r.sharingNames(ctx, e.Object) {
+				q.Add(req)
+			}
+		}}).
 		WithOptions(kit.Paced(r.Scope.Options(r.MaxConcurrentReconciles))).
 		WithLogConstructor(lease.HostLogger(mgr, "sandbox", r.Scope.Name)).
 		Named("sandbox").
@@ -246,6 +256,7 @@ func (r *Reconciler) defaults(mgr ctrl.Manager) error {
 // backoffs moot).
 func (r *Reconciler) ForgetHost() {
 	r.memory.reset()
+	r.names.reset()
 	r.claims.Reset()
 	r.Host.Warm().Reset()
 	r.Identity.Forget()
@@ -262,6 +273,7 @@ func (r *Reconciler) now() time.Time {
 // forget drops what the reconciler keeps of a Sandbox that is gone.
 func (r *Reconciler) forget(key types.NamespacedName) {
 	r.memory.forget(key)
+	r.names.release(key)
 	r.secrets.stop(key)
 }
 

@@ -128,6 +128,12 @@ func (r *Reconciler) recreateStopped(ctx context.Context, w serviceWork, c dd.Co
 // provisionService serves a service that has no container: a warm pool member
 // when one matches, else a cold container.
 func (r *Reconciler) provisionService(ctx context.Context, w serviceWork, res serviceResult) serviceResult {
+	switch held, err := r.nameHeld(ctx, w.sb, w.svc.Engine); {
+	case err != nil:
+		return res.dockerFailed(ctx, err, "checking the names of "+w.svc.Container.Name)
+	case held != "":
+		return res.conflict(held)
+	}
 	if claimed, ok := r.claimService(ctx, w, res); ok {
 		return claimed
 	}

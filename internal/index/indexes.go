@@ -39,6 +39,9 @@ func Register(mgr ctrl.Manager, opts options.Options) error {
 	if err := indexer.IndexField(ctx, &sandboxv1.Sandbox{}, ContainerName, indexContainerNames); err != nil {
 		return err
 	}
+	if err := indexer.IndexField(ctx, &sandboxv1.Sandbox{}, PublishedName, indexPublishedNames); err != nil {
+		return err
+	}
 	if err := indexer.IndexField(ctx, &sandboxv1.Sandbox{}, DockerHost, func(obj client.Object) []string {
 		return []string{obj.(*sandboxv1.Sandbox).Spec.DockerHost}
 	}); err != nil {
@@ -71,6 +74,29 @@ func indexContainerNames(obj client.Object) []string {
 		}
 	}
 	return names
+}
+
+// PublishedName indexes Sandboxes by every name their services answer to on
+// their Docker host's networks (container name, and the alias of a longer one;
+// by host, see OnHost), so that no two Sandboxes of a host take one.
+const PublishedName = "sandbox.roboco.io/published-name"
+
+func indexPublishedNames(obj client.Object) []string {
+	sb, ok := obj.(*sandboxv1.Sandbox)
+	if !ok {
+		return nil
+	}
+	var out []string
+	for _, svc := range sb.Spec.Services {
+		if e, ok := engine.Lookup(string(svc.Engine)); ok {
+			name, alias := engine.ContainerName(e, sb.Spec.AgentID), engine.HostName(e, sb.Spec.AgentID)
+			out = append(out, OnHost(sb.Spec.DockerHost, name))
+			if alias != name {
+				out = append(out, OnHost(sb.Spec.DockerHost, alias))
+			}
+		}
+	}
+	return out
 }
 
 // BoundTo lists, from the cache, the Sandboxes bound to the Docker host name.
