@@ -87,10 +87,15 @@ func (r *run) handLease(ctx context.Context, c *cycle) error {
 }
 
 // waitReady waits (up to limit) until every live Sandbox is Ready: what the
-// check then finds is its to judge.
+// check then finds is its to judge. Each look holds the workload still, as the
+// check does: a Sandbox created between its list and its records would look
+// gone.
 func (r *run) waitReady(ctx context.Context, limit time.Duration) {
 	for deadline := time.Now().Add(limit); time.Now().Before(deadline) && ctx.Err() == nil; {
-		if st, err := r.look(ctx, r.lost); err == nil && len(st.notReady) == 0 {
+		r.w.ops.Lock()
+		st, err := r.look(ctx, r.lost)
+		r.w.ops.Unlock()
+		if err == nil && len(st.notReady) == 0 {
 			return
 		}
 		sleep(ctx, time.Second)
