@@ -188,7 +188,8 @@ func (h *host) mustRefuse(t *testing.T, id string, s engine.Step, what string) {
 	var res dd.ExecResult
 	var passed bool
 	var err error
-	testenv.WaitFor(t, time.Minute, poll, what+" to run to its end", func() bool {
+	// Note: as long as readyWith: a loaded host (load 18 once) cut every try short for a minute.
+	testenv.WaitFor(t, 3*time.Minute, poll, what+" to run to its end", func() bool {
 		res, passed, err = h.run(t, id, s)
 		return err == nil
 	})
