@@ -26,16 +26,6 @@ import (
 // host's other Sandboxes, and taken in this replica's book (one replica drives
 // a host, so two passes cannot both take a name).
 
-// names are the names a service of sb answers to: its container name, and its
-// alias when that name is longer than a DNS label.
-func names(e engine.Engine, agentID string) []string {
-	name, alias := engine.ContainerName(e, agentID), engine.HostName(e, agentID)
-	if alias == name {
-		return []string{name}
-	}
-	return []string{name, alias}
-}
-
 // published are the names sb's services answer to now (a container made).
 func published(sb *sandboxv1.Sandbox) []string {
 	var out []string
@@ -93,7 +83,7 @@ func (b *nameBook) reset() {
 // Another Sandbox holds a name when it published it (its status names it), took
 // it in this replica's book, or, neither having published it, was created first.
 func (r *Reconciler) nameHeld(ctx context.Context, sb *sandboxv1.Sandbox, e engine.Engine) (string, error) {
-	mine := names(e, sb.Spec.AgentID)
+	mine := engine.ServiceNames(e, sb.Spec.AgentID)
 	if own := published(sb); slices.Contains(own, mine[0]) {
 		return "", nil // it serves these names already
 	}
@@ -142,7 +132,7 @@ func (r *Reconciler) sharingNames(ctx context.Context, obj client.Object) []reco
 		if !ok {
 			continue
 		}
-		for _, n := range names(e, sb.Spec.AgentID) {
+		for _, n := range engine.ServiceNames(e, sb.Spec.AgentID) {
 			var list sandboxv1.SandboxList
 			if err := r.List(ctx, &list, client.MatchingFields{index.PublishedName: index.OnHost(r.Scope.Name, n)}); err != nil {
 				continue

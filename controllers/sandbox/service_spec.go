@@ -127,10 +127,7 @@ func (r *Reconciler) containerSpec(sb *sandboxv1.Sandbox, e engine.Engine, passw
 		spec.Files = append(spec.Files, dd.File{Path: path, Mode: secretMode, Content: []byte(made.Secrets[path])})
 	}
 	if network != "" {
-		spec.Aliases = []string{name}
-		if h := engine.HostName(e, sb.Spec.AgentID); h != name {
-			spec.Aliases = append(spec.Aliases, h)
-		}
+		spec.Aliases = engine.ServiceNames(e, sb.Spec.AgentID)
 	}
 	return spec
 }

@@ -140,6 +140,16 @@ func HostName(e Engine, agentID string) string {
 	return name[:maxLabel-len(suffix)] + suffix
 }
 
+// ServiceNames are the names a service answers to on a user-defined network: its
+// container name, and its HostName when that differs (a longer name's alias).
+func ServiceNames(e Engine, agentID string) []string {
+	name, alias := ContainerName(e, agentID), HostName(e, agentID)
+	if alias == name {
+		return []string{name}
+	}
+	return []string{name, alias}
+}
+
 // NewPassword returns 192 random bits, hex-encoded so it needs no quoting in URIs or shells.
 func NewPassword() (string, error) {
 	b := make([]byte, 24)

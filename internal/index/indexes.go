@@ -61,27 +61,13 @@ const Owner = "sandbox.roboco.io/owner-container"
 // the destroy of a container holding one finds the Sandbox waiting for it.
 const ContainerName = "sandbox.roboco.io/container-name"
 
-// indexContainerNames is the containerNameIndex function.
+// indexContainerNames is the ContainerName index function.
 func indexContainerNames(obj client.Object) []string {
-	sb, ok := obj.(*sandboxv1.Sandbox)
-	if !ok {
-		return nil
-	}
-	var names []string
-	for _, svc := range sb.Spec.Services {
-		if e, ok := engine.Lookup(string(svc.Engine)); ok {
-			names = append(names, OnHost(sb.Spec.DockerHost, engine.ContainerName(e, sb.Spec.AgentID)))
-		}
-	}
-	return names
+	return onHostNames(obj, func(e engine.Engine, agentID string) []string { return []string{engine.ContainerName(e, agentID)} })
 }
 
-// PublishedName indexes Sandboxes by every name their services answer to on
-// their Docker host's networks (container name, and the alias of a longer one;
-// by host, see OnHost), so that no two Sandboxes of a host take one.
-const PublishedName = "sandbox.roboco.io/published-name"
-
-func indexPublishedNames(obj client.Object) []string {
+// onHostNames is names of each service of a Sandbox, keyed by its host (OnHost).
+func onHostNames(obj client.Object, names func(e engine.Engine, agentID string) []string) []string {
 	sb, ok := obj.(*sandboxv1.Sandbox)
 	if !ok {
 		return nil
@@ -89,15 +75,20 @@ func indexPublishedNames(obj client.Object) []string {
 	var out []string
 	for _, svc := range sb.Spec.Services {
 		if e, ok := engine.Lookup(string(svc.Engine)); ok {
-			name, alias := engine.ContainerName(e, sb.Spec.AgentID), engine.HostName(e, sb.Spec.AgentID)
-			out = append(out, OnHost(sb.Spec.DockerHost, name))
-			if alias != name {
-				out = append(out, OnHost(sb.Spec.DockerHost, alias))
+			for _, n := range names(e, sb.Spec.AgentID) {
+				out = append(out, OnHost(sb.Spec.DockerHost, n))
 			}
 		}
 	}
 	return out
 }
+
+// PublishedName indexes Sandboxes by every name their services answer to on
+// their Docker host's networks (container name, and the alias of a longer one;
+// by host, see OnHost), so that no two Sandboxes of a host take one.
+const PublishedName = "sandbox.roboco.io/published-name"
+
+func indexPublishedNames(obj client.Object) []string { return onHostNames(obj, engine.ServiceNames) }
 
 // BoundTo lists, from the cache, the Sandboxes bound to the Docker host name.
 func BoundTo(ctx context.Context, reader client.Reader, name string) ([]types.NamespacedName, error) {
