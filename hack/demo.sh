@@ -5,7 +5,8 @@
 #   1. builds what is missing: the control plane (hack/build-envtest.sh), the
 #      engine images in a localhost registry (hack/images.sh), the manager;
 #   2. makes sure Docker answers (hack/ensure-docker.sh);
-#   3. starts etcd + kube-apiserver (hack/controlplane), kubeconfig in bin/demo/;
+#   3. starts etcd + kube-apiserver + kube-controller-manager (hack/controlplane),
+#      kubeconfig in bin/demo/;
 #   4. installs the CRD (kubectl apply -k config/crd), creates the demo's Docker
 #      network, starts the manager against both;
 #   5. starts the agent (owner) container, applies a sample, waits for Ready,
@@ -92,7 +93,7 @@ step "Control plane (etcd + kube-apiserver)"
 setsid "$ROOT/bin/controlplane" --assets "$ASSETS" --kubeconfig "$KUBECONFIG_PATH" \
 	--state-dir "$DEMO_DIR/state" >"$DEMO_DIR/controlplane.log" 2>&1 </dev/null &
 echo $! >"$DEMO_DIR/controlplane.pid"
-wait_for 60 "the control plane" api_ready || { tail -20 "$DEMO_DIR/controlplane.log" >&2; die "the control plane did not come up"; }
+wait_for 240 "the control plane" api_ready || { tail -20 "$DEMO_DIR/controlplane.log" >&2; die "the control plane did not come up"; }
 head -1 "$DEMO_DIR/controlplane.log"
 
 step "CRD"
@@ -230,12 +231,19 @@ Talk to its cluster:
   kubectl describe sandbox $SANDBOX
   kubectl apply -f config/samples/sandbox_v1alpha1_features.yaml   # more samples in config/samples/
 
+A namespace of your own, limited, then gone with everything in it (the control
+plane runs kube-controller-manager, as a cluster does):
+  kubectl create namespace team-a
+  kubectl apply -f config/samples/sandbox_v1alpha1_sandboxquota.yaml
+  kubectl get sandboxquota -n team-a
+  kubectl delete namespace team-a
+
 Be the agent: a shell in $OWNER (on network $DEMO_ID) with the Secret's
 variables in its environment, as envFrom gives them:
   docker exec -it --env-file <(kubectl get secret $SECRET -o go-template='{{range \$k, \$v := .data}}{{\$k}}={{\$v | base64decode}}{{"\\n"}}{{end}}') $OWNER bash
   PGPASSWORD=\$ROBOCO_TEST_DB_PASSWORD psql -h \$ROBOCO_TEST_DB_HOST -U \$ROBOCO_TEST_DB_USER \$ROBOCO_TEST_DB_ADMIN_DB
 
-Logs: $DEMO_DIR/manager.log, $DEMO_DIR/controlplane.log
+Logs: $DEMO_DIR/manager.log, $DEMO_DIR/controlplane.log, $DEMO_DIR/state/kube-controller-manager.log
 Metrics: curl -s http://$METRICS_ADDR/metrics | grep ^sandbox_
 
 Stop everything the demo started:

@@ -1,10 +1,10 @@
 // Command controlplane runs a local Kubernetes control plane (etcd and
-// kube-apiserver, the binaries `make envtest` builds into bin/k8s) through
-// controller-runtime's envtest, writes an admin kubeconfig for it, and keeps it
-// running until SIGTERM or SIGINT, when it stops both processes. The demo runs it
-// (hack/demo.sh); it has no Kubernetes controllers of its own: no scheduler, no
-// kube-controller-manager (so no garbage collector), which the sandbox controller
-// does not need.
+// kube-apiserver through controller-runtime's envtest, and kube-controller-manager:
+// the binaries `make envtest` builds into bin/k8s), writes an admin kubeconfig for
+// it, and keeps it running until SIGTERM or SIGINT, when it stops all three. The
+// demo runs it (hack/demo.sh). With the controller manager it behaves like a
+// cluster where users notice: namespace deletion, garbage collection of
+// ownerReferences, ResourceQuota usage. It has no scheduler and no nodes.
 //
 //	go run ./hack/controlplane --kubeconfig bin/demo/kubeconfig --state-dir bin/demo/state
 package main
@@ -14,6 +14,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -23,6 +24,8 @@ import (
 
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/roboco-sandbox/sandbox-controller/internal/controlplane"
 )
 
 func main() {
@@ -38,7 +41,7 @@ func run() error {
 	// Note: a flag set of our own; controller-runtime registers --kubeconfig on the default one.
 	fs := flag.NewFlagSet("controlplane", flag.ExitOnError)
 	fs.StringVar(&assets, "assets", os.Getenv("KUBEBUILDER_ASSETS"),
-		"folder holding kube-apiserver and etcd (default $KUBEBUILDER_ASSETS, else the newest bin/k8s/*)")
+		"folder holding kube-apiserver, kube-controller-manager and etcd (default $KUBEBUILDER_ASSETS, else the newest bin/k8s/*)")
 	fs.StringVar(&kubeconfig, "kubeconfig", "", "where to write the admin kubeconfig (required)")
 	fs.StringVar(&stateDir, "state-dir", "", "folder for etcd's data and the API server's certificates, emptied at start (default: temporary, removed on stop)")
 	fs.Var(&crds, "crds", "a folder of CRD manifests to install at start (repeatable; default none)")
@@ -91,7 +94,13 @@ func run() error {
 		_ = te.Stop()
 		return fmt.Errorf("starting etcd and kube-apiserver from %s: %w", assets, err)
 	}
+	kcm, err := controlplane.StartControllerManager(ctx, te, assets, kcmLog(stateDir))
+	if err != nil {
+		_ = te.Stop()
+		return err
+	}
 	if err := writeFileAtomic(kubeconfig, te.KubeConfig); err != nil {
+		_ = kcm.Stop()
 		_ = te.Stop()
 		return fmt.Errorf("writing the kubeconfig: %w", err)
 	}
@@ -101,6 +110,9 @@ func run() error {
 	<-ctx.Done()
 	fmt.Println("stopping the control plane")
 	_ = os.Remove(kubeconfig)
+	if err := kcm.Stop(); err != nil {
+		fmt.Fprintf(os.Stderr, "stopping %s: %v\n", controlplane.Binary, err)
+	}
 	if err := te.Stop(); err != nil {
 		return fmt.Errorf("stopping: %w", err)
 	}
@@ -117,6 +129,19 @@ func start(te *envtest.Environment) (cfg *rest.Config, err error) {
 		}
 	}()
 	return te.Start()
+}
+
+// kcmLog is where kube-controller-manager logs: a file in the state folder, or
+// nowhere without one (its output would drown this process's).
+func kcmLog(stateDir string) io.Writer {
+	if stateDir == "" {
+		return nil
+	}
+	f, err := os.Create(filepath.Join(stateDir, "kube-controller-manager.log"))
+	if err != nil {
+		return nil
+	}
+	return f
 }
 
 // writeFileAtomic writes data to path through a temporary file, so a reader that

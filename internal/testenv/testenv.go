@@ -1,6 +1,7 @@
 // Package testenv holds what the test suites share: the real test control plane
 // (etcd and kube-apiserver built by `make envtest` into bin/, with the generated
-// CRDs installed, and the built kubectl against it), waiting for a state
+// CRDs installed, the built kubectl against it, and kube-controller-manager for
+// the suites that need a cluster's behaviour), waiting for a state
 // (WaitFor), the engine test images (EngineImages), counting Docker API calls
 // (CountDockerCalls), leaked volumes (NoVolumesLeaked), Docker daemons of a
 // suite's own (Dockerd) and the benchmarks' switch and median. It is imported by
@@ -9,6 +10,7 @@ package testenv
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -20,6 +22,8 @@ import (
 
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/roboco-sandbox/sandbox-controller/internal/controlplane"
 )
 
 // Root is the repository root, found from this file's location.
@@ -47,11 +51,28 @@ type Env struct {
 	*envtest.Environment
 	Config     *rest.Config
 	kubeconfig string
+	kcm        *controlplane.ControllerManager
 }
 
 // Start starts a control plane with the CRDs of config/crd/bases installed.
 func Start() (*Env, error) {
 	return start(filepath.Join(Root(), "config", "crd", "bases"))
+}
+
+// StartCluster is Start with kube-controller-manager beside the API server, for a
+// suite that needs a cluster's behaviour: namespace deletion, garbage collection,
+// ResourceQuota usage.
+func StartCluster() (*Env, error) {
+	e, err := Start()
+	if err != nil {
+		return nil, err
+	}
+	dir, _ := AssetsDir()
+	if e.kcm, err = controlplane.StartControllerManager(context.Background(), e.Environment, dir, nil); err != nil {
+		_ = e.Stop()
+		return nil, err
+	}
+	return e, nil
 }
 
 // StartWithoutCRDs starts a control plane with no CRD installed, for a test
@@ -87,6 +108,9 @@ func start(crdDirs ...string) (*Env, error) {
 // Stop stops the control plane and removes the kubeconfig.
 func (e *Env) Stop() error {
 	_ = os.Remove(e.kubeconfig)
+	if e.kcm != nil {
+		_ = e.kcm.Stop()
+	}
 	return e.Environment.Stop()
 }
 

@@ -71,7 +71,7 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer func() { _ = exec.Command("docker", "network", "rm", network).Run() }()
-	if env, err = testenv.Start(); err != nil {
+	if env, err = testenv.StartCluster(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
@@ -168,11 +168,23 @@ func docker(t *testing.T, args ...string) string {
 // applyYAML runs kubectl apply on a manifest, as a user pastes one.
 func applyYAML(t *testing.T, ns, manifest string) {
 	t.Helper()
-	f := filepath.Join(t.TempDir(), "sandbox.yaml")
-	if err := os.WriteFile(f, []byte(manifest), 0o600); err != nil {
+	if out, err := applyYAMLErr(t, ns, manifest); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+}
+
+// applyYAMLErr is applyYAML for a manifest the API server may refuse.
+func applyYAMLErr(t *testing.T, ns, manifest string) (string, error) {
+	t.Helper()
+	f, err := os.CreateTemp(t.TempDir(), "manifest-*.yaml")
+	if err != nil {
 		t.Fatal(err)
 	}
-	kubectl(t, "apply", "-n", ns, "-f", f)
+	if _, err := f.WriteString(manifest); err != nil {
+		t.Fatal(err)
+	}
+	_ = f.Close()
+	return env.Kubectl("apply", "-n", ns, "-f", f.Name())
 }
 
 var agentIDLine = regexp.MustCompile(`(?m)^(\s+agentID:\s*)(\S+)\s*$`)
