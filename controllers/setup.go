@@ -14,6 +14,7 @@ import (
 	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
 	"github.com/roboco-sandbox/sandbox-controller/controllers/dockerhost"
 	"github.com/roboco-sandbox/sandbox-controller/controllers/placement"
+	"github.com/roboco-sandbox/sandbox-controller/controllers/quota"
 	"github.com/roboco-sandbox/sandbox-controller/internal/apiclock"
 	dd "github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver"
 	"github.com/roboco-sandbox/sandbox-controller/internal/lease"
@@ -64,7 +65,7 @@ func NewScheme() *runtime.Scheme {
 }
 
 // AddToManager registers every controller with the manager: placement, the
-// DockerHost controller, and the controllers of each Docker host (fleet). A
+// SandboxQuota controller, the DockerHost controller, and the controllers of each Docker host (fleet). A
 // non-nil driver is the manager's own Docker host, the implicit DockerHost
 // (Setup.DockerHostName); the others are dialled from their DockerHost objects.
 // It is the one wiring, used by cmd/manager and every suite.
@@ -102,6 +103,9 @@ func (s Setup) AddToManager(mgr ctrl.Manager, driver dd.Driver) error {
 	}
 	if err := (placement.PoolReconciler{Reconciler: pl}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up pool placement: %w", err)
+	}
+	if err := (&quota.Reconciler{Client: mgr.GetClient(), API: mgr.GetAPIReader()}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the SandboxQuota controller: %w", err)
 	}
 	hosts := &dockerhost.Reconciler{Client: mgr.GetClient(), API: mgr.GetAPIReader(), Fleet: f, Options: s.Options, UserAgent: s.UserAgent,
 		Implicit: implicit, Dial: s.Dial}

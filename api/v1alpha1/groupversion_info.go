@@ -23,7 +23,8 @@ var (
 )
 
 func addKnownTypes(s *runtime.Scheme) error {
-	s.AddKnownTypes(GroupVersion, &Sandbox{}, &SandboxList{}, &SandboxPool{}, &SandboxPoolList{}, &DockerHost{}, &DockerHostList{})
+	s.AddKnownTypes(GroupVersion, &Sandbox{}, &SandboxList{}, &SandboxPool{}, &SandboxPoolList{}, &DockerHost{}, &DockerHostList{},
+		&SandboxQuota{}, &SandboxQuotaList{})
 	metav1.AddToGroupVersion(s, GroupVersion)
 	return nil
 }

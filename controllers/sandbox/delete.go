@@ -18,6 +18,7 @@ import (
 
 	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
 	"github.com/roboco-sandbox/sandbox-controller/internal/kit"
+	"github.com/roboco-sandbox/sandbox-controller/internal/quota"
 )
 
 // reconcileDelete tears down by UID label on the Sandbox's Docker host, confirms
@@ -45,6 +46,10 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, sb *sandboxv1.Sandbox)
 		logf.FromContext(ctx).Info("Sandbox torn down", "containers", removed)
 	}
 	if err := r.deleteSecret(ctx, sb); err != nil {
+		return ctrl.Result{}, err
+	}
+	// Note: its quota's room frees once nothing of it is left, never before.
+	if err := quota.Release(ctx, r.Client, r.APIReader, sb.Namespace, sb.UID); err != nil {
 		return ctrl.Result{}, err
 	}
 

@@ -141,8 +141,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	return r.memory.pace(ctx, sb, result), nil
 }
 
-// provision reads or creates the credentials, then drives every service.
+// provision holds the Sandbox's quota, reads or creates the credentials, then
+// drives every service.
 func (r *Reconciler) provision(ctx context.Context, sb *sandboxv1.Sandbox) (ctrl.Result, *credentials, error) {
+	if result, ok, err := r.admit(ctx, sb); !ok || err != nil {
+		return result, nil, err
+	}
 	creds, err := r.ensureSecret(ctx, sb)
 	var conflict errSecretConflict
 	key := types.NamespacedName{Namespace: sb.Namespace, Name: sb.Name}
@@ -201,6 +205,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 			UpdateFunc: func(event.UpdateEvent) bool { return false },
 		})).
 		WatchesRawSource(source.Channel(r.requeue, &handler.TypedEnqueueRequestForObject[*sandboxv1.Sandbox]{})).
+		// A quota's room freed (or raised) admits the Sandboxes waiting for it.
+		Watches(&sandboxv1.SandboxQuota{}, handler.EnqueueRequestsFromMapFunc(r.waitingForQuota)).
 		// A Sandbox gone frees its names for the Sandboxes waiting for them.
 		Watches(&sandboxv1.Sandbox{}, handler.Funcs{DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 			for _, req := range r.sharingNames(ctx, e.Object) {

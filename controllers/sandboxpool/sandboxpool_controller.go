@@ -24,6 +24,7 @@ import (
 	"github.com/roboco-sandbox/sandbox-controller/internal/lease"
 	"github.com/roboco-sandbox/sandbox-controller/internal/options"
 	"github.com/roboco-sandbox/sandbox-controller/internal/poolkey"
+	"github.com/roboco-sandbox/sandbox-controller/internal/quota"
 )
 
 // PoolFinalizer holds a SandboxPool until its unclaimed members are gone.
@@ -34,6 +35,8 @@ const PoolFinalizer = "sandbox.roboco.io/pool-teardown"
 // host, never a global), and removes the outdated, the old and the surplus.
 type Reconciler struct {
 	client.Client
+	// API reads around the cache (a quota's current resourceVersion).
+	API      client.Reader
 	Recorder events.EventRecorder
 	// Sandboxes is the Sandbox side of the pool's host (Sandboxes).
 	Sandboxes Sandboxes
@@ -136,9 +139,17 @@ func (p *Reconciler) fill(ctx context.Context, pool *sandboxv1.SandboxPool) (ctr
 		return ctrl.Result{RequeueAfter: p.backoff(pool.UID)}, nil
 	}
 	p.probeStarting(ctx, class, key, ms)
+	wanted := ms.missing
+	overQuota, err := p.admitMembers(ctx, pool, &ms)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
 	created, err := p.create(ctx, pool, key, ms)
 	p.offer(ctx, pool, class, key, ms)
 	setPoolStatus(pool, ms, created)
+	if overQuota != "" {
+		poolQuotaExceeded(pool, overQuota)
+	}
 	p.reportStarts(pool)
 	if err != nil {
 		poolDockerDown(pool, err)
@@ -150,6 +161,10 @@ func (p *Reconciler) fill(ctx context.Context, pool *sandboxv1.SandboxPool) (ctr
 	}
 	if len(ms.starting)+created > 0 || created < ms.missing {
 		return ctrl.Result{RequeueAfter: memberProbeInterval}, nil
+	}
+	if created < wanted {
+		// Note: a quota's room freed re-queues the pool (its watch); this is the backstop.
+		return ctrl.Result{RequeueAfter: kit.Jitter(kit.StalledRecheck)}, nil
 	}
 	// Note: a member passing maxAge is replaced on time, not at the next resync.
 	return ctrl.Result{RequeueAfter: kit.Soonest(kit.Jitter(p.Options.ResyncPeriod), ms.expires)}, nil
@@ -190,6 +205,9 @@ func (p *Reconciler) reconcileDelete(ctx context.Context, pool *sandboxv1.Sandbo
 	}
 	p.Host.Warm().Forget(string(pool.UID), nil)
 	p.Keys.Forget(pool.UID)
+	if err := quota.Release(ctx, p.Client, p.API, pool.Namespace, pool.UID); err != nil {
+		return ctrl.Result{}, err
+	}
 	return ctrl.Result{}, kit.RemoveFinalizer(ctx, p.Client, pool, PoolFinalizer)
 }
 
@@ -229,6 +247,9 @@ func (p *Reconciler) SetupWithManager(mgr ctrl.Manager, refills int) error {
 	if p.Recorder == nil {
 		p.Recorder = kit.Bounded(mgr.GetEventRecorder("sandbox-controller"))
 	}
+	if p.API == nil {
+		p.API = mgr.GetAPIReader()
+	}
 	// The members' held rotations end with the manager, not with the process.
 	if err := mgr.Add(p.Scope.Runnable(func(ctx context.Context) error {
 		<-ctx.Done()
@@ -240,6 +261,8 @@ func (p *Reconciler) SetupWithManager(mgr ctrl.Manager, refills int) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&sandboxv1.SandboxPool{}, builder.WithPredicates(index.BoundToHost(p.Scope.Name))).
 		WatchesRawSource(source.Channel(p.requeue, &handler.TypedEnqueueRequestForObject[*sandboxv1.SandboxPool]{})).
+		// A quota's room freed (or raised) lets the pools waiting for it fill.
+		Watches(&sandboxv1.SandboxQuota{}, handler.EnqueueRequestsFromMapFunc(p.waitingForQuota)).
 		WithOptions(kit.Paced(p.Scope.Options(2))).
 		WithLogConstructor(lease.HostLogger(mgr, "sandboxpool", p.Scope.Name)).
 		Named("sandboxpool").

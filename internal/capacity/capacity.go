@@ -121,9 +121,14 @@ func memoryOf(o options.Options, res *sandboxv1.ServiceResources) resource.Quant
 	return o.DefaultMemory.DeepCopy()
 }
 
+// OfMember is what one of a pool's members takes.
+func OfMember(o options.Options, pool *sandboxv1.SandboxPool) Demand {
+	return Demand{Sandboxes: 1, Memory: memoryOf(o, pool.Spec.Service.Resources)}
+}
+
 // OfPool is what a pool's members take: one Sandbox's worth each.
 func OfPool(o options.Options, pool *sandboxv1.SandboxPool) Demand {
-	memberMemory := memoryOf(o, pool.Spec.Service.Resources)
+	memberMemory := OfMember(o, pool).Memory
 	n := int32(1)
 	if pool.Spec.Replicas != nil {
 		n = *pool.Spec.Replicas

@@ -44,6 +44,10 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &apiv1alpha1.PlacementApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("PoolSelection"):
 		return &apiv1alpha1.PoolSelectionApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("QuotaAdmission"):
+		return &apiv1alpha1.QuotaAdmissionApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("QuotaAmounts"):
+		return &apiv1alpha1.QuotaAmountsApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("Reservation"):
 		return &apiv1alpha1.ReservationApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("Sandbox"):
@@ -54,6 +58,12 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &apiv1alpha1.SandboxPoolSpecApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("SandboxPoolStatus"):
 		return &apiv1alpha1.SandboxPoolStatusApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("SandboxQuota"):
+		return &apiv1alpha1.SandboxQuotaApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("SandboxQuotaSpec"):
+		return &apiv1alpha1.SandboxQuotaSpecApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("SandboxQuotaStatus"):
+		return &apiv1alpha1.SandboxQuotaStatusApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("SandboxSpec"):
 		return &apiv1alpha1.SandboxSpecApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("SandboxStatus"):

@@ -49,6 +49,8 @@ func (f *sharedInformerFactory) ForResource(resource schema.GroupVersionResource
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Sandbox().V1alpha1().Sandboxes().Informer()}, nil
 	case v1alpha1.SchemeGroupVersion.WithResource("sandboxpools"):
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Sandbox().V1alpha1().SandboxPools().Informer()}, nil
+	case v1alpha1.SchemeGroupVersion.WithResource("sandboxquotas"):
+		return &genericInformer{resource: resource.GroupResource(), informer: f.Sandbox().V1alpha1().SandboxQuotas().Informer()}, nil
 
 	}
 

@@ -27,3 +27,11 @@ type SandboxPoolListerExpansion interface{}
 // SandboxPoolNamespaceListerExpansion allows custom methods to be added to
 // SandboxPoolNamespaceLister.
 type SandboxPoolNamespaceListerExpansion interface{}
+
+// SandboxQuotaListerExpansion allows custom methods to be added to
+// SandboxQuotaLister.
+type SandboxQuotaListerExpansion interface{}
+
+// SandboxQuotaNamespaceListerExpansion allows custom methods to be added to
+// SandboxQuotaNamespaceLister.
+type SandboxQuotaNamespaceListerExpansion interface{}

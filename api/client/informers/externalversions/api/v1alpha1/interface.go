@@ -20,6 +20,8 @@ type Interface interface {
 	Sandboxes() TypedSandboxInformer
 	// SandboxPools returns a SandboxPoolInformer.
 	SandboxPools() TypedSandboxPoolInformer
+	// SandboxQuotas returns a SandboxQuotaInformer.
+	SandboxQuotas() TypedSandboxQuotaInformer
 }
 
 type version struct {
@@ -46,4 +48,9 @@ func (v *version) Sandboxes() TypedSandboxInformer {
 // SandboxPools returns a TypedSandboxPoolInformer.
 func (v *version) SandboxPools() TypedSandboxPoolInformer {
 	return &sandboxPoolInformer{factory: v.factory, namespace: v.namespace, tweakListOptions: v.tweakListOptions}
+}
+
+// SandboxQuotas returns a TypedSandboxQuotaInformer.
+func (v *version) SandboxQuotas() TypedSandboxQuotaInformer {
+	return &sandboxQuotaInformer{factory: v.factory, namespace: v.namespace, tweakListOptions: v.tweakListOptions}
 }

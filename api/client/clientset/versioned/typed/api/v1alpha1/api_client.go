@@ -21,6 +21,7 @@ type SandboxV1alpha1Interface interface {
 	DockerHostsGetter
 	SandboxesGetter
 	SandboxPoolsGetter
+	SandboxQuotasGetter
 }
 
 // SandboxV1alpha1Client is used to interact with features provided by the sandbox.roboco.io group.
@@ -38,6 +39,10 @@ func (c *SandboxV1alpha1Client) Sandboxes(namespace string) SandboxInterface {
 
 func (c *SandboxV1alpha1Client) SandboxPools(namespace string) SandboxPoolInterface {
 	return newSandboxPools(c, namespace)
+}
+
+func (c *SandboxV1alpha1Client) SandboxQuotas(namespace string) SandboxQuotaInterface {
+	return newSandboxQuotas(c, namespace)
 }
 
 // NewForConfig creates a new SandboxV1alpha1Client for the given config.

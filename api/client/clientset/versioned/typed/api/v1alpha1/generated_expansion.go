@@ -13,3 +13,5 @@ type DockerHostExpansion interface{}
 type SandboxExpansion interface{}
 
 type SandboxPoolExpansion interface{}
+
+type SandboxQuotaExpansion interface{}

@@ -30,6 +30,10 @@ func (c *FakeSandboxV1alpha1) SandboxPools(namespace string) v1alpha1.SandboxPoo
 	return newFakeSandboxPools(c, namespace)
 }
 
+func (c *FakeSandboxV1alpha1) SandboxQuotas(namespace string) v1alpha1.SandboxQuotaInterface {
+	return newFakeSandboxQuotas(c, namespace)
+}
+
 // RESTClient returns a RESTClient that is used to communicate
 // with API server by this client implementation.
 func (c *FakeSandboxV1alpha1) RESTClient() rest.Interface {

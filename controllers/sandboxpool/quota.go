@@ -1,0 +1,61 @@
+package sandboxpool
+
+import (
+	"context"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
+	"github.com/roboco-sandbox/sandbox-controller/internal/capacity"
+	"github.com/roboco-sandbox/sandbox-controller/internal/kit"
+	"github.com/roboco-sandbox/sandbox-controller/internal/quota"
+)
+
+// +kubebuilder:rbac:groups=sandbox.roboco.io,resources=sandboxquotas,verbs=get;list;watch
+// +kubebuilder:rbac:groups=sandbox.roboco.io,resources=sandboxquotas/status,verbs=get;update;patch
+
+// admitMembers holds room for the pool's replicas under its namespace's
+// SandboxQuotas, and lowers ms.missing to what was admitted: a member is made
+// only once admitted. The members there are stay admitted whatever the quota
+// says. why is "" when every wanted member is admitted.
+func (p *Reconciler) admitMembers(ctx context.Context, pool *sandboxv1.SandboxPool, ms *poolMembers) (why string, err error) {
+	have := int32(len(ms.ready) + len(ms.starting))
+	unit := capacity.OfMember(p.Options, pool)
+	v, err := quota.Admit(ctx, p.Client, p.API, quota.Request{Namespace: pool.Namespace, Name: pool.Name, Kind: "SandboxPool",
+		UID: pool.UID, Unit: quota.Amounts{PoolMembers: 1, Memory: unit.Memory}, Count: ptrOr(pool.Spec.Replicas, 1), Min: have})
+	if err != nil {
+		if apierrors.IsConflict(err) {
+			ms.missing = 0 // looked at again soon (the caller re-queues a pass that made none)
+			return "", nil
+		}
+		return "", err
+	}
+	ms.missing = min(ms.missing, max(0, int(v.Admitted-have)))
+	return v.Why, nil
+}
+
+// poolQuotaExceeded: members are missing because a quota has no room for them.
+func poolQuotaExceeded(pool *sandboxv1.SandboxPool, why string) {
+	kit.SetCondition(pool, sandboxv1.ConditionReady, metav1.ConditionFalse, sandboxv1.ReasonQuotaExceeded, why)
+}
+
+// waitingForQuota maps a SandboxQuota's change to the pools of its namespace on
+// this host that wait for room.
+func (p *Reconciler) waitingForQuota(ctx context.Context, q client.Object) []reconcile.Request {
+	var list sandboxv1.SandboxPoolList
+	if err := p.List(ctx, &list, client.InNamespace(q.GetNamespace())); err != nil {
+		return nil
+	}
+	var out []reconcile.Request
+	for _, pool := range list.Items {
+		c := meta.FindStatusCondition(pool.Status.Conditions, sandboxv1.ConditionReady)
+		if pool.Spec.DockerHost == p.Scope.Name && c != nil && c.Reason == sandboxv1.ReasonQuotaExceeded {
+			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&pool)})
+		}
+	}
+	return out
+}
