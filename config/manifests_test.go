@@ -124,13 +124,17 @@ func TestDefaultHasEverything(t *testing.T) {
 		"ClusterRoleBinding/sandbox-controller-metrics-auth-rolebinding",
 		"CustomResourceDefinition/dockerhosts.sandbox.roboco.io",
 		"CustomResourceDefinition/sandboxes.sandbox.roboco.io",
+		"CustomResourceDefinition/sandboxpolicies.sandbox.roboco.io",
 		"CustomResourceDefinition/sandboxpools.sandbox.roboco.io",
+		"CustomResourceDefinition/sandboxquotas.sandbox.roboco.io",
 		"Deployment/sandbox-controller-controller-manager",
 		"Namespace/sandbox-system",
 		"Role/sandbox-controller-leader-election-role",
 		"RoleBinding/sandbox-controller-leader-election-rolebinding",
 		"Service/sandbox-controller-controller-manager-metrics",
 		"ServiceAccount/sandbox-controller-controller-manager",
+		"ValidatingAdmissionPolicy/sandbox-controller-sandbox-policy",
+		"ValidatingAdmissionPolicyBinding/sandbox-controller-sandbox-policy",
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("config/default renders\n  %s\nwant\n  %s", strings.Join(got, "\n  "), strings.Join(want, "\n  "))
@@ -147,6 +151,10 @@ var allowed = map[string][]string{
 	"sandbox.roboco.io/sandboxpools/status":     {"get", "update", "patch"},
 	"sandbox.roboco.io/sandboxpools/finalizers": {"update"},
 	"sandbox.roboco.io/dockerhosts":             {"get", "list", "watch", "create", "update", "patch"},
+	"sandbox.roboco.io/sandboxquotas":           {"get", "list", "watch"},
+	"sandbox.roboco.io/sandboxquotas/status":    {"get", "update", "patch"},
+	"sandbox.roboco.io/sandboxpolicies":         {"get", "list", "watch"},
+	"/namespaces":                               {"get", "list", "watch"},
 	"sandbox.roboco.io/dockerhosts/status":      {"get", "update", "patch"},
 	"sandbox.roboco.io/dockerhosts/finalizers":  {"update"},
 	"/secrets":             {"get", "list", "watch", "create", "update", "patch", "delete"},
@@ -345,8 +353,10 @@ func TestManifestsApply(t *testing.T) {
 		{[]string{"delete", "sandboxpools.sandbox.roboco.io", "-n", "agents"}, false},
 		{[]string{"update", "leases.coordination.k8s.io", "-n", "kube-system"}, false},
 		{[]string{"get", "namespaces/kube-system"}, true}, // its UID names the cluster: the default --instance
-		{[]string{"get", "namespaces/agents"}, false},
-		{[]string{"list", "namespaces"}, false},
+		// SandboxPolicies select namespaces by label: the manager reads them (metadata only).
+		{[]string{"get", "namespaces/agents"}, true},
+		{[]string{"list", "namespaces"}, true},
+		{[]string{"update", "namespaces/agents"}, false},
 		{[]string{"list", "pods", "-A"}, false},
 		{[]string{"get", "configmaps", "-n", "sandbox-system"}, false},
 		{[]string{"create", "pods/exec", "-n", "agents"}, false},
@@ -380,10 +390,12 @@ func TestUserRoles(t *testing.T) {
 	}{
 		{"sandbox-controller-sandbox-viewer", []string{"view"}, map[string][]string{
 			"sandbox.roboco.io/sandboxes": read, "sandbox.roboco.io/sandboxpools": read, "sandbox.roboco.io/sandboxes/status": read,
-			"sandbox.roboco.io/sandboxpools/status": read, "sandbox.roboco.io/sandboxpools/scale": read}},
+			"sandbox.roboco.io/sandboxpools/status": read, "sandbox.roboco.io/sandboxpools/scale": read,
+			"sandbox.roboco.io/sandboxquotas": read, "sandbox.roboco.io/sandboxquotas/status": read}},
 		{"sandbox-controller-sandbox-editor", []string{"admin", "edit"}, map[string][]string{
 			"sandbox.roboco.io/sandboxes": write, "sandbox.roboco.io/sandboxpools": write, "sandbox.roboco.io/sandboxes/status": {"get"},
-			"sandbox.roboco.io/sandboxpools/status": {"get"}, "sandbox.roboco.io/sandboxpools/scale": {"get", "update", "patch"}}},
+			"sandbox.roboco.io/sandboxpools/status": {"get"}, "sandbox.roboco.io/sandboxpools/scale": {"get", "update", "patch"},
+			"sandbox.roboco.io/sandboxquotas": read, "sandbox.roboco.io/sandboxquotas/status": read}},
 	} {
 		role := named[rbacv1.ClusterRole](t, objs, "ClusterRole", tc.name)
 		checkRules(t, "ClusterRole "+tc.name, role.Rules, tc.allow)

@@ -24,7 +24,7 @@ var (
 
 func addKnownTypes(s *runtime.Scheme) error {
 	s.AddKnownTypes(GroupVersion, &Sandbox{}, &SandboxList{}, &SandboxPool{}, &SandboxPoolList{}, &DockerHost{}, &DockerHostList{},
-		&SandboxQuota{}, &SandboxQuotaList{})
+		&SandboxQuota{}, &SandboxQuotaList{}, &SandboxPolicy{}, &SandboxPolicyList{})
 	metav1.AddToGroupVersion(s, GroupVersion)
 	return nil
 }

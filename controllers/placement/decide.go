@@ -17,6 +17,7 @@ import (
 	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
 	"github.com/roboco-sandbox/sandbox-controller/internal/capacity"
 	dd "github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver"
+	"github.com/roboco-sandbox/sandbox-controller/internal/policy"
 )
 
 // ownerLookupTimeout bounds the look for an owner container on each host.
@@ -30,6 +31,8 @@ type placeable struct {
 	// identity an earlier release bound the object to (status.dockerHost).
 	owner    string
 	legacyID string
+	// policy is what the operator's SandboxPolicies allow its namespace.
+	policy policy.Effective
 }
 
 // decision is a host, or why none.
@@ -168,6 +171,8 @@ func unfit(p placeable, sel labels.Selector, h sandboxv1.DockerHost) string {
 		return "is being deleted"
 	case !sel.Matches(labels.Set(h.Labels)):
 		return "dockerHostSelector does not admit"
+	case p.policy.HostAllowed(&h) != "":
+		return "the namespace's SandboxPolicy does not allow"
 	case h.Spec.Unschedulable:
 		return "is cordoned"
 	case !capacity.Fits(h, p.Need):

@@ -24,6 +24,7 @@ import (
 	"github.com/roboco-sandbox/sandbox-controller/internal/index"
 	"github.com/roboco-sandbox/sandbox-controller/internal/kit"
 	"github.com/roboco-sandbox/sandbox-controller/internal/options"
+	"github.com/roboco-sandbox/sandbox-controller/internal/policy"
 )
 
 // unschedulableRecheck is how often an object no host fits is looked at again
@@ -46,6 +47,8 @@ type Drivers interface {
 	Raw(name string) (dd.Driver, bool)
 }
 
+// +kubebuilder:rbac:groups=sandbox.roboco.io,resources=sandboxpolicies,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
 // +kubebuilder:rbac:groups=sandbox.roboco.io,resources=dockerhosts,verbs=get;list;watch;create;update;patch
 // +kubebuilder:rbac:groups=sandbox.roboco.io,resources=dockerhosts/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=sandbox.roboco.io,resources=dockerhosts/finalizers,verbs=update
@@ -71,6 +74,11 @@ func (pl *Reconciler) place(ctx context.Context, obj client.Object, p placeable,
 	if err := pl.List(ctx, &hosts); err != nil {
 		return ctrl.Result{}, err
 	}
+	allowed, err := policy.For(ctx, pl.Client, obj.GetNamespace())
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	p.policy = allowed
 	d := pl.decide(ctx, p, hosts.Items)
 	if d.host == "" {
 		return ctrl.Result{RequeueAfter: kit.Jitter(unschedulableRecheck)}, unschedulable(d.why)
@@ -120,6 +128,8 @@ func (pl *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Named("sandbox-placement").
 		For(&sandboxv1.Sandbox{}, builder.WithPredicates(unbound)).
 		Watches(&sandboxv1.DockerHost{}, handler.EnqueueRequestsFromMapFunc(pl.unboundSandboxes), builder.WithPredicates(mayFitMore())).
+		// A SandboxPolicy changed may allow more hosts.
+		Watches(&sandboxv1.SandboxPolicy{}, handler.EnqueueRequestsFromMapFunc(pl.unboundSandboxes)).
 		WithOptions(kit.Paced(controller.Options{})).
 		Complete(pl)
 }

@@ -53,6 +53,7 @@ func (pp PoolReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Named("sandboxpool-placement").
 		For(&sandboxv1.SandboxPool{}, builder.WithPredicates(unbound)).
 		Watches(&sandboxv1.DockerHost{}, handler.EnqueueRequestsFromMapFunc(pp.unboundPools), builder.WithPredicates(mayFitMore())).
+		Watches(&sandboxv1.SandboxPolicy{}, handler.EnqueueRequestsFromMapFunc(pp.unboundPools)).
 		WithOptions(kit.Paced(controller.Options{})).
 		Complete(pp)
 }

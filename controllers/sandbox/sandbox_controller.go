@@ -141,9 +141,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	return r.memory.pace(ctx, sb, result), nil
 }
 
-// provision holds the Sandbox's quota, reads or creates the credentials, then
+// provision checks its namespace's policy allows the host, holds its quota, reads or creates the credentials, then
 // drives every service.
 func (r *Reconciler) provision(ctx context.Context, sb *sandboxv1.Sandbox) (ctrl.Result, *credentials, error) {
+	if result, ok, err := r.allowedHere(ctx, sb); !ok || err != nil {
+		return result, nil, err
+	}
 	if result, ok, err := r.admit(ctx, sb); !ok || err != nil {
 		return result, nil, err
 	}
@@ -205,6 +208,11 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 			UpdateFunc: func(event.UpdateEvent) bool { return false },
 		})).
 		WatchesRawSource(source.Channel(r.requeue, &handler.TypedEnqueueRequestForObject[*sandboxv1.Sandbox]{})).
+		// A SandboxPolicy changed may allow a pinned Sandbox's host.
+		Watches(&sandboxv1.SandboxPolicy{}, handler.EnqueueRequestsFromMapFunc(r.stalledByPolicy)).
+		// So may new labels on this host.
+		Watches(&sandboxv1.DockerHost{}, handler.EnqueueRequestsFromMapFunc(r.stalledByPolicy), builder.WithPredicates(
+			predicate.LabelChangedPredicate{}, predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetName() == r.Scope.Name }))).
 		// A quota's room freed (or raised) admits the Sandboxes waiting for it.
 		Watches(&sandboxv1.SandboxQuota{}, handler.EnqueueRequestsFromMapFunc(r.waitingForQuota)).
 		// A Sandbox gone frees its names for the Sandboxes waiting for them.

@@ -14,6 +14,7 @@ import (
 	"github.com/roboco-sandbox/sandbox-controller/internal/engine"
 	"github.com/roboco-sandbox/sandbox-controller/internal/host"
 	"github.com/roboco-sandbox/sandbox-controller/internal/options"
+	"github.com/roboco-sandbox/sandbox-controller/internal/policy"
 )
 
 // ResolveService validates a service against the registry, the operator's limits
@@ -33,7 +34,13 @@ func (r *Reconciler) ResolveService(ctx context.Context, sb *sandboxv1.Sandbox, 
 	if err != nil {
 		return host.Service{}, err
 	}
-	network, err := r.Options.Network(sb.Spec.Network)
+	// Note: the namespace's SandboxPolicies, when any selects it, say which
+	// networks it may use instead of --allowed-networks.
+	allowed, err := policy.For(ctx, r.Client, sb.Namespace)
+	if err != nil {
+		return host.Service{}, err
+	}
+	network, err := allowed.Network(r.Options, sb.Spec.Network)
 	if err != nil {
 		return host.Service{}, err
 	}

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
@@ -140,6 +141,10 @@ func (p *Reconciler) fill(ctx context.Context, pool *sandboxv1.SandboxPool) (ctr
 	}
 	p.probeStarting(ctx, class, key, ms)
 	wanted := ms.missing
+	refused, err := p.allowedHere(ctx, pool, &ms)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
 	overQuota, err := p.admitMembers(ctx, pool, &ms)
 	if err != nil {
 		return ctrl.Result{}, err
@@ -149,6 +154,10 @@ func (p *Reconciler) fill(ctx context.Context, pool *sandboxv1.SandboxPool) (ctr
 	setPoolStatus(pool, ms, created)
 	if overQuota != "" {
 		poolQuotaExceeded(pool, overQuota)
+	}
+	if refused != "" {
+		poolPolicyViolation(pool, refused)
+		return ctrl.Result{RequeueAfter: kit.Jitter(kit.StalledRecheck)}, nil
 	}
 	p.reportStarts(pool)
 	if err != nil {
@@ -261,6 +270,11 @@ func (p *Reconciler) SetupWithManager(mgr ctrl.Manager, refills int) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&sandboxv1.SandboxPool{}, builder.WithPredicates(index.BoundToHost(p.Scope.Name))).
 		WatchesRawSource(source.Channel(p.requeue, &handler.TypedEnqueueRequestForObject[*sandboxv1.SandboxPool]{})).
+		// A SandboxPolicy changed may allow a pinned pool's host.
+		Watches(&sandboxv1.SandboxPolicy{}, handler.EnqueueRequestsFromMapFunc(p.stalledByPolicy)).
+		// So may new labels on this host.
+		Watches(&sandboxv1.DockerHost{}, handler.EnqueueRequestsFromMapFunc(p.stalledByPolicy), builder.WithPredicates(
+			predicate.LabelChangedPredicate{}, predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetName() == p.Scope.Name }))).
 		// A quota's room freed (or raised) lets the pools waiting for it fill.
 		Watches(&sandboxv1.SandboxQuota{}, handler.EnqueueRequestsFromMapFunc(p.waitingForQuota)).
 		WithOptions(kit.Paced(p.Scope.Options(2))).

@@ -38,6 +38,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &apiv1alpha1.DockerHostStatusApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("DockerHostTLS"):
 		return &apiv1alpha1.DockerHostTLSApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("NamespaceLabels"):
+		return &apiv1alpha1.NamespaceLabelsApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("OwnerSpec"):
 		return &apiv1alpha1.OwnerSpecApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("Placement"):
@@ -52,6 +54,10 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &apiv1alpha1.ReservationApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("Sandbox"):
 		return &apiv1alpha1.SandboxApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("SandboxPolicy"):
+		return &apiv1alpha1.SandboxPolicyApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("SandboxPolicySpec"):
+		return &apiv1alpha1.SandboxPolicySpecApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("SandboxPool"):
 		return &apiv1alpha1.SandboxPoolApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("SandboxPoolSpec"):

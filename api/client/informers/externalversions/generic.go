@@ -47,6 +47,8 @@ func (f *sharedInformerFactory) ForResource(resource schema.GroupVersionResource
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Sandbox().V1alpha1().DockerHosts().Informer()}, nil
 	case v1alpha1.SchemeGroupVersion.WithResource("sandboxes"):
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Sandbox().V1alpha1().Sandboxes().Informer()}, nil
+	case v1alpha1.SchemeGroupVersion.WithResource("sandboxpolicies"):
+		return &genericInformer{resource: resource.GroupResource(), informer: f.Sandbox().V1alpha1().SandboxPolicies().Informer()}, nil
 	case v1alpha1.SchemeGroupVersion.WithResource("sandboxpools"):
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Sandbox().V1alpha1().SandboxPools().Informer()}, nil
 	case v1alpha1.SchemeGroupVersion.WithResource("sandboxquotas"):

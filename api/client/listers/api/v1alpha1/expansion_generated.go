@@ -20,6 +20,10 @@ type SandboxListerExpansion interface{}
 // SandboxNamespaceLister.
 type SandboxNamespaceListerExpansion interface{}
 
+// SandboxPolicyListerExpansion allows custom methods to be added to
+// SandboxPolicyLister.
+type SandboxPolicyListerExpansion interface{}
+
 // SandboxPoolListerExpansion allows custom methods to be added to
 // SandboxPoolLister.
 type SandboxPoolListerExpansion interface{}

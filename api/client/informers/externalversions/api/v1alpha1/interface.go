@@ -18,6 +18,8 @@ type Interface interface {
 	DockerHosts() TypedDockerHostInformer
 	// Sandboxes returns a SandboxInformer.
 	Sandboxes() TypedSandboxInformer
+	// SandboxPolicies returns a SandboxPolicyInformer.
+	SandboxPolicies() TypedSandboxPolicyInformer
 	// SandboxPools returns a SandboxPoolInformer.
 	SandboxPools() TypedSandboxPoolInformer
 	// SandboxQuotas returns a SandboxQuotaInformer.
@@ -43,6 +45,11 @@ func (v *version) DockerHosts() TypedDockerHostInformer {
 // Sandboxes returns a TypedSandboxInformer.
 func (v *version) Sandboxes() TypedSandboxInformer {
 	return &sandboxInformer{factory: v.factory, namespace: v.namespace, tweakListOptions: v.tweakListOptions}
+}
+
+// SandboxPolicies returns a TypedSandboxPolicyInformer.
+func (v *version) SandboxPolicies() TypedSandboxPolicyInformer {
+	return &sandboxPolicyInformer{factory: v.factory, tweakListOptions: v.tweakListOptions}
 }
 
 // SandboxPools returns a TypedSandboxPoolInformer.

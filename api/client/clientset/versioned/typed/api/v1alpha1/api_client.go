@@ -20,6 +20,7 @@ type SandboxV1alpha1Interface interface {
 	RESTClient() rest.Interface
 	DockerHostsGetter
 	SandboxesGetter
+	SandboxPoliciesGetter
 	SandboxPoolsGetter
 	SandboxQuotasGetter
 }
@@ -35,6 +36,10 @@ func (c *SandboxV1alpha1Client) DockerHosts() DockerHostInterface {
 
 func (c *SandboxV1alpha1Client) Sandboxes(namespace string) SandboxInterface {
 	return newSandboxes(c, namespace)
+}
+
+func (c *SandboxV1alpha1Client) SandboxPolicies() SandboxPolicyInterface {
+	return newSandboxPolicies(c)
 }
 
 func (c *SandboxV1alpha1Client) SandboxPools(namespace string) SandboxPoolInterface {

@@ -12,6 +12,8 @@ type DockerHostExpansion interface{}
 
 type SandboxExpansion interface{}
 
+type SandboxPolicyExpansion interface{}
+
 type SandboxPoolExpansion interface{}
 
 type SandboxQuotaExpansion interface{}

@@ -26,6 +26,10 @@ func (c *FakeSandboxV1alpha1) Sandboxes(namespace string) v1alpha1.SandboxInterf
 	return newFakeSandboxes(c, namespace)
 }
 
+func (c *FakeSandboxV1alpha1) SandboxPolicies() v1alpha1.SandboxPolicyInterface {
+	return newFakeSandboxPolicies(c)
+}
+
 func (c *FakeSandboxV1alpha1) SandboxPools(namespace string) v1alpha1.SandboxPoolInterface {
 	return newFakeSandboxPools(c, namespace)
 }
