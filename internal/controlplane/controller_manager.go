@@ -112,7 +112,7 @@ func (cm *ControllerManager) waitActing(ctx context.Context, te *envtest.Environ
 	err = wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(ctx context.Context) (bool, error) {
 		select {
 		case <-cm.done:
-			return false, fmt.Errorf("%s exited: %v", Binary, cm.err)
+			return false, fmt.Errorf("%s exited: %w", Binary, cm.err)
 		default:
 		}
 		_, err := cs.CoreV1().ServiceAccounts(corev1.NamespaceDefault).Get(ctx, "default", metav1.GetOptions{})
