@@ -215,8 +215,8 @@ func (f *flags) addManagerFlags(s *settings) {
 	fs.AddGoFlagSet(kube)
 	describe(fs, config.KubeconfigFlagName,
 		"The `path` of the kubeconfig of the cluster to watch. Default: $KUBECONFIG, else the Pod's service account, else ~/.kube/config.")
-	fs.IntVar(&s.maxConcurrentReconciles, "max-concurrent-reconciles", 4,
-		"How many Sandboxes are reconciled at once. Pulls and probe waits do not hold a worker, so a few go a long way.")
+	fs.IntVar(&s.maxConcurrentReconciles, "max-concurrent-reconciles", 16,
+		"How many Sandboxes of one Docker host are reconciled at once. Pulls and probe waits do not hold a worker, but container creates and starts do (seconds on a loaded host): with too few, a burst's teardowns and admissions queue behind its starts.")
 	fs.StringVar(&s.metricsAddr, "metrics-bind-address", ":8080",
 		`The `+"`address`"+` Prometheus metrics are served on (/metrics). "0" turns them off.`)
 	fs.BoolVar(&s.metricsSecure, "metrics-secure", false,

@@ -32,18 +32,28 @@ func (r *Reconciler) allowedHere(ctx context.Context, sb *sandboxv1.Sandbox) (ct
 	return ctrl.Result{RequeueAfter: kit.Jitter(kit.StalledRecheck)}, false, nil
 }
 
-// stalledByPolicy maps a SandboxPolicy's change to the Sandboxes on this host
-// that it stalled.
+// stalledByPolicy maps a SandboxPolicy's change (or this host's labels) to
+// the Sandboxes on this host that it stalled.
 func (r *Reconciler) stalledByPolicy(ctx context.Context, _ client.Object) []reconcile.Request {
+	var out []reconcile.Request
+	for _, sb := range r.onHostWith(ctx, "", sandboxv1.ConditionStalled, sandboxv1.ReasonPolicyViolation) {
+		out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&sb)})
+	}
+	return out
+}
+
+// onHostWith lists the Sandboxes of namespace ("": all) on this host whose
+// condition condType has reason (from the cache).
+func (r *Reconciler) onHostWith(ctx context.Context, namespace, condType, reason string) []sandboxv1.Sandbox {
 	var list sandboxv1.SandboxList
-	if err := r.List(ctx, &list); err != nil {
+	if err := r.List(ctx, &list, client.InNamespace(namespace)); err != nil {
 		return nil
 	}
-	var out []reconcile.Request
+	var out []sandboxv1.Sandbox
 	for _, sb := range list.Items {
-		c := meta.FindStatusCondition(sb.Status.Conditions, sandboxv1.ConditionStalled)
-		if sb.Spec.DockerHost == r.Scope.Name && c != nil && c.Reason == sandboxv1.ReasonPolicyViolation {
-			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&sb)})
+		c := meta.FindStatusCondition(sb.Status.Conditions, condType)
+		if sb.Spec.DockerHost == r.Scope.Name && c != nil && c.Reason == reason {
+			out = append(out, sb)
 		}
 	}
 	return out

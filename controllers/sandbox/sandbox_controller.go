@@ -50,7 +50,7 @@ type Reconciler struct {
 	Driver    dd.Driver
 	Recorder  events.EventRecorder
 	Options   options.Options
-	// MaxConcurrentReconciles bounds the workers (default 4).
+	// MaxConcurrentReconciles bounds the workers (default 16).
 	MaxConcurrentReconciles int
 
 	// Scope is the DockerHost this reconciler drives: it sees only the
@@ -259,7 +259,7 @@ func (r *Reconciler) defaults(mgr ctrl.Manager) error {
 	}
 	r.Recorder = kit.Bounded(r.Recorder)
 	if r.MaxConcurrentReconciles == 0 {
-		r.MaxConcurrentReconciles = 4
+		r.MaxConcurrentReconciles = 16
 	}
 	return nil
 }

@@ -35,16 +35,23 @@ func poolPolicyViolation(pool *sandboxv1.SandboxPool, why string) {
 	kit.SetCondition(pool, sandboxv1.ConditionStalled, metav1.ConditionTrue, sandboxv1.ReasonPolicyViolation, why)
 }
 
-// stalledByPolicy maps a SandboxPolicy's change to the pools on this host it stalled.
+// stalledByPolicy maps a SandboxPolicy's change (or this host's labels) to the
+// pools on this host it stalled.
 func (p *Reconciler) stalledByPolicy(ctx context.Context, _ client.Object) []reconcile.Request {
+	return p.onHostWith(ctx, "", sandboxv1.ConditionStalled, sandboxv1.ReasonPolicyViolation)
+}
+
+// onHostWith lists the pools of namespace ("": all) on this host whose
+// condition condType has reason (from the cache).
+func (p *Reconciler) onHostWith(ctx context.Context, namespace, condType, reason string) []reconcile.Request {
 	var list sandboxv1.SandboxPoolList
-	if err := p.List(ctx, &list); err != nil {
+	if err := p.List(ctx, &list, client.InNamespace(namespace)); err != nil {
 		return nil
 	}
 	var out []reconcile.Request
 	for _, pool := range list.Items {
-		c := meta.FindStatusCondition(pool.Status.Conditions, sandboxv1.ConditionStalled)
-		if pool.Spec.DockerHost == p.Scope.Name && c != nil && c.Reason == sandboxv1.ReasonPolicyViolation {
+		c := meta.FindStatusCondition(pool.Status.Conditions, condType)
+		if pool.Spec.DockerHost == p.Scope.Name && c != nil && c.Reason == reason {
 			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&pool)})
 		}
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -46,16 +45,5 @@ func poolQuotaExceeded(pool *sandboxv1.SandboxPool, why string) {
 // waitingForQuota maps a SandboxQuota's change to the pools of its namespace on
 // this host that wait for room.
 func (p *Reconciler) waitingForQuota(ctx context.Context, q client.Object) []reconcile.Request {
-	var list sandboxv1.SandboxPoolList
-	if err := p.List(ctx, &list, client.InNamespace(q.GetNamespace())); err != nil {
-		return nil
-	}
-	var out []reconcile.Request
-	for _, pool := range list.Items {
-		c := meta.FindStatusCondition(pool.Status.Conditions, sandboxv1.ConditionReady)
-		if pool.Spec.DockerHost == p.Scope.Name && c != nil && c.Reason == sandboxv1.ReasonQuotaExceeded {
-			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&pool)})
-		}
-	}
-	return out
+	return p.onHostWith(ctx, q.GetNamespace(), sandboxv1.ConditionReady, sandboxv1.ReasonQuotaExceeded)
 }
