@@ -58,7 +58,7 @@ type NamespaceLabels struct {
 // +kubebuilder:printcolumn:name="Namespaces",type=string,JSONPath=`.spec.namespaceSelector.matchLabels`
 // +kubebuilder:printcolumn:name="Networks",type=string,JSONPath=`.spec.networks`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
-// +kubebuilder:validation:XValidation:rule="!has(self.spec.defaultNetwork) || self.spec.defaultNetwork == '' || (has(self.spec.networks) && self.spec.defaultNetwork in self.spec.networks)",message="spec.defaultNetwork must be one of spec.networks"
+// +kubebuilder:validation:XValidation:rule="!has(self.spec.defaultNetwork) || size(self.spec.defaultNetwork) == 0 || (has(self.spec.networks) && self.spec.defaultNetwork in self.spec.networks)",message="spec.defaultNetwork must be one of spec.networks"
 type SandboxPolicy struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
