@@ -41,7 +41,9 @@ func TestNamespaceDeletionEmptiesIt(t *testing.T) {
 // another.
 func TestNativeCountQuota(t *testing.T) {
 	ns := newNamespace(t, "nsquota")
-	t.Cleanup(func() { _, _ = env.Kubectl("delete", "namespace", ns, "--wait=false") })
+	// Note: gone before the next test's managers start (no manager runs here, so
+	// nothing holds its Sandboxes), or they would provision what is left of it.
+	t.Cleanup(func() { _, _ = env.Kubectl("delete", "namespace", ns, "--timeout=60s") })
 	applyYAML(t, ns, "apiVersion: v1\nkind: ResourceQuota\nmetadata: {name: sandboxes}\nspec:\n  hard: {count/sandboxes.sandbox.roboco.io: \"1\"}\n")
 	// Note: the quota admits nothing until the quota controller has written its usage.
 	testenv.WaitFor(t, 60*time.Second, poll, "the quota's usage computed", func() bool {

@@ -93,7 +93,9 @@ func TestFleetReplicasShareHosts(t *testing.T) {
 	flags := append([]string{"--leader-election-namespace", ns}, replicaLease...)
 	a, b := startManager(t, flags...), startManager(t, flags...)
 	var ids []string
-	testenv.WaitFor(t, 30*time.Second, poll, "each replica driving one host", func() bool {
+	// Note: two managers starting at once take tens of seconds at a load of 30
+	// (make test runs the chaos suite beside this one).
+	testenv.WaitFor(t, 90*time.Second, poll, "each replica driving one host", func() bool {
 		ids = []string{hostManager(t, hosts[0]), hostManager(t, hosts[1])}
 		return ids[0] != "" && ids[1] != "" && ids[0] != ids[1]
 	})
