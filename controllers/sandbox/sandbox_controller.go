@@ -227,43 +227,6 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Complete(r.Live.Wrap(kit.Observed(r, r.Observe)))
 }
 
-// defaults fills what the caller left unset from the manager.
-func (r *Reconciler) defaults(mgr ctrl.Manager) error {
-	if r.own == nil {
-		r.own = newOwnActions()
-		r.Driver = r.own.wrap(r.Driver)
-	}
-	r.memory = newMemory()
-	if r.Live == nil {
-		r.Live = kit.NewPasses()
-	}
-	if r.PoolKeys == nil {
-		r.PoolKeys = poolkey.New(mgr.GetClient(), mgr.GetAPIReader(), mgr.GetScheme())
-	}
-	if r.PokePool == nil {
-		r.PokePool = func(types.NamespacedName) {}
-	}
-	secrets, err := newForeignSecrets(mgr, r.Enqueue)
-	if err != nil {
-		return err
-	}
-	r.secrets = secrets
-	if r.APIReader == nil {
-		r.APIReader = mgr.GetAPIReader()
-	}
-	if r.Scheme == nil {
-		r.Scheme = mgr.GetScheme()
-	}
-	if r.Recorder == nil {
-		r.Recorder = mgr.GetEventRecorder("sandbox-controller")
-	}
-	r.Recorder = kit.Bounded(r.Recorder)
-	if r.MaxConcurrentReconciles == 0 {
-		r.MaxConcurrentReconciles = 16
-	}
-	return nil
-}
-
 // ForgetHost drops what the reconciler knows of its host beyond what it lists
 // again: the host's Lease was given up, and another replica may drive it
 // meanwhile (its members claimed, its containers changed, its Sandboxes'
