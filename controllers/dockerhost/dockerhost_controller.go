@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
+	"github.com/roboco-sandbox/sandbox-controller/internal/capacity"
 	dd "github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver"
 	"github.com/roboco-sandbox/sandbox-controller/internal/index"
 	"github.com/roboco-sandbox/sandbox-controller/internal/kit"
@@ -192,8 +193,9 @@ func hostErrorReason(err error) string {
 	return kit.HostReason(err)
 }
 
-// SetupWithManager watches DockerHosts, and the binding and deletion of
-// Sandboxes and pools, which change a host's allocation.
+// SetupWithManager watches DockerHosts, and the binding, deletion and
+// admission (capacity.WaitingChanged) of Sandboxes and pools, which change a
+// host's allocation.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	toHost := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, obj client.Object) []reconcile.Request {
 		if name := index.DockerHostOf(obj); name != "" {
@@ -204,8 +206,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("dockerhost").
 		For(&sandboxv1.DockerHost{}).
-		Watches(&sandboxv1.Sandbox{}, toHost, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		Watches(&sandboxv1.SandboxPool{}, toHost, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&sandboxv1.Sandbox{}, toHost, builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, capacity.WaitingChanged))).
+		Watches(&sandboxv1.SandboxPool{}, toHost, builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, capacity.WaitingChanged))).
 		WatchesRawSource(source.Channel(r.Fleet.Taken(), &handler.TypedEnqueueRequestForObject[*sandboxv1.DockerHost]{})).
 		WithOptions(kit.Paced(controller.Options{MaxConcurrentReconciles: 4, NeedLeaderElection: ptr.To(r.Fleet.Manager() == "")})).
 		Complete(r)

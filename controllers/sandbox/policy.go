@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
+	"github.com/roboco-sandbox/sandbox-controller/internal/index"
 	"github.com/roboco-sandbox/sandbox-controller/internal/kit"
 	"github.com/roboco-sandbox/sandbox-controller/internal/policy"
 )
@@ -46,7 +47,7 @@ func (r *Reconciler) stalledByPolicy(ctx context.Context, _ client.Object) []rec
 // condition condType has reason (from the cache).
 func (r *Reconciler) onHostWith(ctx context.Context, namespace, condType, reason string) []sandboxv1.Sandbox {
 	var list sandboxv1.SandboxList
-	if err := r.List(ctx, &list, client.InNamespace(namespace)); err != nil {
+	if err := r.List(ctx, &list, client.InNamespace(namespace), client.MatchingFields{index.DockerHost: r.Scope.Name}); err != nil {
 		return nil
 	}
 	var out []sandboxv1.Sandbox

@@ -141,10 +141,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	return r.memory.pace(ctx, sb, result), nil
 }
 
-// provision checks its namespace's policy allows the host, holds its quota, reads or creates the credentials, then
+// provision checks its namespace's policy allows the host, that the host takes
+// it, holds its quota, reads or creates the credentials, then
 // drives every service.
 func (r *Reconciler) provision(ctx context.Context, sb *sandboxv1.Sandbox) (ctrl.Result, *credentials, error) {
 	if result, ok, err := r.allowedHere(ctx, sb); !ok || err != nil {
+		return result, nil, err
+	}
+	if result, ok, err := r.admittedOnHost(ctx, sb); !ok || err != nil {
 		return result, nil, err
 	}
 	if result, ok, err := r.admit(ctx, sb); !ok || err != nil {
@@ -210,9 +214,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		WatchesRawSource(source.Channel(r.requeue, &handler.TypedEnqueueRequestForObject[*sandboxv1.Sandbox]{})).
 		// A SandboxPolicy changed may allow a pinned Sandbox's host.
 		Watches(&sandboxv1.SandboxPolicy{}, handler.EnqueueRequestsFromMapFunc(r.stalledByPolicy)).
-		// So may new labels on this host.
-		Watches(&sandboxv1.DockerHost{}, handler.EnqueueRequestsFromMapFunc(r.stalledByPolicy), builder.WithPredicates(
-			predicate.LabelChangedPredicate{}, predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetName() == r.Scope.Name }))).
+		// So may new labels on this host; its cordon lifted, capacity raised or
+		// freed admits the Sandboxes waiting for it.
+		Watches(&sandboxv1.DockerHost{}, handler.EnqueueRequestsFromMapFunc(r.waitingForHost), builder.WithPredicates(
+			predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetName() == r.Scope.Name }))).
 		// A quota's room freed (or raised) admits the Sandboxes waiting for it.
 		Watches(&sandboxv1.SandboxQuota{}, handler.EnqueueRequestsFromMapFunc(r.waitingForQuota)).
 		// A Sandbox gone frees its names for the Sandboxes waiting for them.

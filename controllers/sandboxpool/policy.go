@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
+	"github.com/roboco-sandbox/sandbox-controller/internal/index"
 	"github.com/roboco-sandbox/sandbox-controller/internal/kit"
 	"github.com/roboco-sandbox/sandbox-controller/internal/policy"
 )
@@ -45,7 +46,7 @@ func (p *Reconciler) stalledByPolicy(ctx context.Context, _ client.Object) []rec
 // condition condType has reason (from the cache).
 func (p *Reconciler) onHostWith(ctx context.Context, namespace, condType, reason string) []reconcile.Request {
 	var list sandboxv1.SandboxPoolList
-	if err := p.List(ctx, &list, client.InNamespace(namespace)); err != nil {
+	if err := p.List(ctx, &list, client.InNamespace(namespace), client.MatchingFields{index.DockerHost: p.Scope.Name}); err != nil {
 		return nil
 	}
 	var out []reconcile.Request

@@ -145,6 +145,10 @@ func (p *Reconciler) fill(ctx context.Context, pool *sandboxv1.SandboxPool) (ctr
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	onHost, err := p.admittedOnHost(ctx, pool, &ms)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
 	overQuota, err := p.admitMembers(ctx, pool, &ms)
 	if err != nil {
 		return ctrl.Result{}, err
@@ -152,6 +156,7 @@ func (p *Reconciler) fill(ctx context.Context, pool *sandboxv1.SandboxPool) (ctr
 	created, err := p.create(ctx, pool, key, ms)
 	p.offer(ctx, pool, class, key, ms)
 	setPoolStatus(pool, ms, created)
+	onHost.say(pool)
 	if overQuota != "" {
 		poolQuotaExceeded(pool, overQuota)
 	}
@@ -272,9 +277,10 @@ func (p *Reconciler) SetupWithManager(mgr ctrl.Manager, refills int) error {
 		WatchesRawSource(source.Channel(p.requeue, &handler.TypedEnqueueRequestForObject[*sandboxv1.SandboxPool]{})).
 		// A SandboxPolicy changed may allow a pinned pool's host.
 		Watches(&sandboxv1.SandboxPolicy{}, handler.EnqueueRequestsFromMapFunc(p.stalledByPolicy)).
-		// So may new labels on this host.
-		Watches(&sandboxv1.DockerHost{}, handler.EnqueueRequestsFromMapFunc(p.stalledByPolicy), builder.WithPredicates(
-			predicate.LabelChangedPredicate{}, predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetName() == p.Scope.Name }))).
+		// So may new labels on this host; its cordon lifted, capacity raised or
+		// freed lets the pools waiting for it fill.
+		Watches(&sandboxv1.DockerHost{}, handler.EnqueueRequestsFromMapFunc(p.waitingForHost), builder.WithPredicates(
+			predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetName() == p.Scope.Name }))).
 		// A quota's room freed (or raised) lets the pools waiting for it fill.
 		Watches(&sandboxv1.SandboxQuota{}, handler.EnqueueRequestsFromMapFunc(p.waitingForQuota)).
 		WithOptions(kit.Paced(p.Scope.Options(2))).

@@ -49,22 +49,7 @@ func Used(h sandboxv1.DockerHost) Demand {
 
 // Fits says whether h has room for need on top of what it holds.
 func Fits(h sandboxv1.DockerHost, need Demand) bool {
-	c := h.Spec.Capacity
-	if c == nil {
-		return true
-	}
-	u := Used(h)
-	if c.Sandboxes != nil && u.Sandboxes+need.Sandboxes > *c.Sandboxes {
-		return false
-	}
-	if c.Memory != nil {
-		total := u.Memory.DeepCopy()
-		total.Add(need.Memory)
-		if total.Cmp(*c.Memory) > 0 {
-			return false
-		}
-	}
-	return true
+	return h.Spec.Capacity == nil || within(h.Spec.Capacity, Used(h), need)
 }
 
 // ErrNoRoom says a host filled up between the decision and the reservation.
@@ -147,4 +132,9 @@ type Demand struct {
 func (d *Demand) Add(o Demand) {
 	d.Sandboxes += o.Sandboxes
 	d.Memory.Add(o.Memory)
+}
+
+func (d *Demand) Sub(o Demand) {
+	d.Sandboxes -= o.Sandboxes
+	d.Memory.Sub(o.Memory)
 }
