@@ -90,6 +90,12 @@ type SandboxSpec struct {
 	// +optional
 	Pools *PoolSelection `json:"pools,omitempty"`
 
+	// conventionalURLs also publishes each service's connection URL under its
+	// conventional name, beside ROBOCO_TEST_*_URL: DATABASE_URL (postgres),
+	// REDIS_URL (redis), MONGODB_URI (mongo).
+	// +optional
+	ConventionalURLs bool `json:"conventionalURLs,omitempty"`
+
 	// Placement is the DockerHost the object lives on, or how to choose one.
 	Placement `json:",inline"`
 }

@@ -26,6 +26,22 @@ const (
 	MongoUserKey     = "ROBOCO_TEST_MONGO_USER"
 	MongoPasswordKey = "ROBOCO_TEST_MONGO_PASSWORD"
 	MongoAuthDBKey   = "ROBOCO_TEST_MONGO_AUTH_DB"
+
+	// The connection URLs, one per service, percent-encoded, whose host and
+	// port are exactly the *_HOST and *_PORT values beside them:
+	// postgresql://user:pw@host:port/db?sslmode=disable,
+	// redis://default:pw@host:port/0, mongodb://user:pw@host:port/?authSource=admin.
+	PostgresURLKey = "ROBOCO_TEST_DB_URL"
+	RedisURLKey    = "ROBOCO_TEST_REDIS_URL"
+	MongoURLKey    = "ROBOCO_TEST_MONGO_URL"
+)
+
+// The conventional names of the same URLs, published too when the Sandbox
+// asks for them (spec.conventionalURLs).
+const (
+	DatabaseURLKey          = "DATABASE_URL"
+	RedisURLConventionalKey = "REDIS_URL"
+	MongoURIKey             = "MONGODB_URI"
 )
 
 // SecretKeys are the Secret keys one engine's service publishes. A key the
@@ -36,6 +52,9 @@ type SecretKeys struct {
 	// Database is the database to connect to: postgres' database, mongo's
 	// authentication database.
 	Database string
+	// URL is the connection URL; ConventionalURL its conventional name
+	// (published with spec.conventionalURLs).
+	URL, ConventionalURL string
 }
 
 // KeysOf returns the Secret keys of engine e, and false for an unknown engine.
@@ -43,12 +62,13 @@ func KeysOf(e Engine) (SecretKeys, bool) {
 	switch e {
 	case EnginePostgres:
 		return SecretKeys{Host: PostgresHostKey, Port: PostgresPortKey, User: PostgresUserKey,
-			Password: PostgresPasswordKey, Database: PostgresDatabaseKey}, true
+			Password: PostgresPasswordKey, Database: PostgresDatabaseKey, URL: PostgresURLKey, ConventionalURL: DatabaseURLKey}, true
 	case EngineRedis:
-		return SecretKeys{Host: RedisHostKey, Port: RedisPortKey, Password: RedisPasswordKey}, true
+		return SecretKeys{Host: RedisHostKey, Port: RedisPortKey, Password: RedisPasswordKey,
+			URL: RedisURLKey, ConventionalURL: RedisURLConventionalKey}, true
 	case EngineMongo:
 		return SecretKeys{Host: MongoHostKey, Port: MongoPortKey, User: MongoUserKey,
-			Password: MongoPasswordKey, Database: MongoAuthDBKey}, true
+			Password: MongoPasswordKey, Database: MongoAuthDBKey, URL: MongoURLKey, ConventionalURL: MongoURIKey}, true
 	}
 	return SecretKeys{}, false
 }

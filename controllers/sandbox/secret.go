@@ -116,6 +116,9 @@ func secretData(sb *sandboxv1.Sandbox, passwords map[string]string) map[string][
 		for k, v := range e.Publish(host, pw) {
 			data[k] = []byte(v)
 		}
+		if keys, ok := sandboxv1.KeysOf(sandboxv1.Engine(name)); ok && sb.Spec.ConventionalURLs {
+			data[keys.ConventionalURL] = data[keys.URL]
+		}
 	}
 	return data
 }

@@ -167,11 +167,11 @@ func TestUpstreamContract(t *testing.T) {
 		published           []string
 	}{
 		{"postgres", "pg", "postgres:16-alpine", 5432, []string{"ROBOCO_TEST_DB_HOST", "ROBOCO_TEST_DB_PORT",
-			"ROBOCO_TEST_DB_USER", "ROBOCO_TEST_DB_PASSWORD", "ROBOCO_TEST_DB_ADMIN_DB"}},
+			"ROBOCO_TEST_DB_USER", "ROBOCO_TEST_DB_PASSWORD", "ROBOCO_TEST_DB_ADMIN_DB", "ROBOCO_TEST_DB_URL"}},
 		{"redis", "redis", "redis:8-alpine", 6379, []string{"ROBOCO_TEST_REDIS_HOST", "ROBOCO_TEST_REDIS_PORT",
-			"ROBOCO_TEST_REDIS_PASSWORD"}},
+			"ROBOCO_TEST_REDIS_PASSWORD", "ROBOCO_TEST_REDIS_URL"}},
 		{"mongo", "mongo", "mongo:8", 27017, []string{"ROBOCO_TEST_MONGO_HOST", "ROBOCO_TEST_MONGO_PORT",
-			"ROBOCO_TEST_MONGO_USER", "ROBOCO_TEST_MONGO_PASSWORD", "ROBOCO_TEST_MONGO_AUTH_DB"}},
+			"ROBOCO_TEST_MONGO_USER", "ROBOCO_TEST_MONGO_PASSWORD", "ROBOCO_TEST_MONGO_AUTH_DB", "ROBOCO_TEST_MONGO_URL"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.engine, func(t *testing.T) {
@@ -194,7 +194,7 @@ func TestUpstreamContract(t *testing.T) {
 			}
 			// What the API module tells orchestrators must be what is published.
 			keys, ok := sandboxv1.KeysOf(sandboxv1.Engine(tt.engine))
-			api := slices.DeleteFunc([]string{keys.Host, keys.Port, keys.User, keys.Password, keys.Database},
+			api := slices.DeleteFunc([]string{keys.Host, keys.Port, keys.User, keys.Password, keys.Database, keys.URL},
 				func(k string) bool { return k == "" })
 			if !ok || !slices.Equal(sorted(api), sorted(tt.published)) || keys.Password != e.PasswordKey() {
 				t.Errorf("api KeysOf: %+v (known %v), want the published %v and password key %s", keys, ok, tt.published, e.PasswordKey())

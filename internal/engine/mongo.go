@@ -77,6 +77,7 @@ func (m mongo) Publish(host, password string) map[string]string {
 		sandboxv1.MongoUserKey:     mongoUser,
 		sandboxv1.MongoPasswordKey: password,
 		sandboxv1.MongoAuthDBKey:   mongoAuthDB,
+		sandboxv1.MongoURLKey:      connectionURL("mongodb", mongoUser, password, host, m.Port(), "/", "authSource="+url.QueryEscape(mongoAuthDB)),
 	}
 }
 func (mongo) PasswordKey() string { return sandboxv1.MongoPasswordKey }

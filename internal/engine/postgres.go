@@ -98,6 +98,7 @@ func (p postgres) Publish(host, password string) map[string]string {
 		sandboxv1.PostgresUserKey:     postgresUser,
 		sandboxv1.PostgresPasswordKey: password,
 		sandboxv1.PostgresDatabaseKey: postgresDB,
+		sandboxv1.PostgresURLKey:      connectionURL("postgresql", postgresUser, password, host, p.Port(), "/"+postgresDB, "sslmode=disable"),
 	}
 }
 func (postgres) PasswordKey() string { return sandboxv1.PostgresPasswordKey }

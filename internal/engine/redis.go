@@ -118,11 +118,17 @@ func (r redis) VerifyFeatures(password, addr string) (Step, func(string) []strin
 	}
 }
 
+// redisUser names, in the URL, the user requirepass gives the password to. The
+// user-less form (redis://:pw@host) is refused by redis-cli 7.0 (it sends AUTH
+// with an empty user name: WRONGPASS); every client reads this one.
+const redisUser = "default"
+
 func (r redis) Publish(host, password string) map[string]string {
 	return map[string]string{
 		sandboxv1.RedisHostKey:     host,
 		sandboxv1.RedisPortKey:     strconv.Itoa(r.Port()),
 		sandboxv1.RedisPasswordKey: password,
+		sandboxv1.RedisURLKey:      connectionURL("redis", redisUser, password, host, r.Port(), "/0", ""),
 	}
 }
 

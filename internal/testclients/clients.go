@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 	goredis "github.com/redis/go-redis/v9"
@@ -20,9 +21,27 @@ import (
 func Connect(ctx context.Context, engine, addr string, vars map[string]string) error {
 	switch engine {
 	case "postgres":
-		conn, err := pgx.Connect(ctx, fmt.Sprintf("postgres://%s:%s@%s/%s?sslmode=disable",
+		return ConnectURL(ctx, engine, fmt.Sprintf("postgres://%s:%s@%s/%s?sslmode=disable",
 			vars["ROBOCO_TEST_DB_USER"], vars["ROBOCO_TEST_DB_PASSWORD"],
 			net.JoinHostPort(addr, vars["ROBOCO_TEST_DB_PORT"]), vars["ROBOCO_TEST_DB_ADMIN_DB"]))
+	case "redis":
+		rdb := goredis.NewClient(&goredis.Options{Addr: net.JoinHostPort(addr, vars["ROBOCO_TEST_REDIS_PORT"]),
+			Password: vars["ROBOCO_TEST_REDIS_PASSWORD"]})
+		return redisSession(ctx, rdb)
+	case "mongo":
+		return ConnectURL(ctx, engine, fmt.Sprintf("mongodb://%s:%s@%s/?authSource=%s",
+			vars["ROBOCO_TEST_MONGO_USER"], vars["ROBOCO_TEST_MONGO_PASSWORD"],
+			net.JoinHostPort(addr, vars["ROBOCO_TEST_MONGO_PORT"]), vars["ROBOCO_TEST_MONGO_AUTH_DB"]))
+	}
+	return fmt.Errorf("no client for engine %q", engine)
+}
+
+// ConnectURL logs in to engine with a connection URL alone (as an agent
+// reading ROBOCO_TEST_*_URL does), and runs a write and a read.
+func ConnectURL(ctx context.Context, engine, rawURL string) error {
+	switch engine {
+	case "postgres":
+		conn, err := pgx.Connect(ctx, rawURL)
 		if err != nil {
 			return err
 		}
@@ -33,18 +52,18 @@ func Connect(ctx context.Context, engine, addr string, vars map[string]string) e
 		}
 		return nil
 	case "redis":
-		rdb := goredis.NewClient(&goredis.Options{Addr: net.JoinHostPort(addr, vars["ROBOCO_TEST_REDIS_PORT"]),
-			Password: vars["ROBOCO_TEST_REDIS_PASSWORD"]})
-		defer func() { _ = rdb.Close() }()
-		if err := rdb.Set(ctx, "k", "v", 0).Err(); err != nil {
+		opts, err := goredis.ParseURL(rawURL)
+		if err != nil {
 			return err
 		}
-		return rdb.Ping(ctx).Err()
+		return redisSession(ctx, goredis.NewClient(opts))
 	case "mongo":
-		uri := fmt.Sprintf("mongodb://%s:%s@%s/?authSource=%s&directConnection=true&serverSelectionTimeoutMS=5000",
-			vars["ROBOCO_TEST_MONGO_USER"], vars["ROBOCO_TEST_MONGO_PASSWORD"],
-			net.JoinHostPort(addr, vars["ROBOCO_TEST_MONGO_PORT"]), vars["ROBOCO_TEST_MONGO_AUTH_DB"])
-		cl, err := mongo.Connect(mongoopts.Client().ApplyURI(uri))
+		// Note: one server, not a replica set; a short selection timeout fails fast.
+		sep := "?"
+		if strings.Contains(rawURL, "?") {
+			sep = "&"
+		}
+		cl, err := mongo.Connect(mongoopts.Client().ApplyURI(rawURL + sep + "directConnection=true&serverSelectionTimeoutMS=5000"))
 		if err != nil {
 			return err
 		}
@@ -56,4 +75,12 @@ func Connect(ctx context.Context, engine, addr string, vars map[string]string) e
 		return err
 	}
 	return fmt.Errorf("no client for engine %q", engine)
+}
+
+func redisSession(ctx context.Context, rdb *goredis.Client) error {
+	defer func() { _ = rdb.Close() }()
+	if err := rdb.Set(ctx, "k", "v", 0).Err(); err != nil {
+		return err
+	}
+	return rdb.Ping(ctx).Err()
 }

@@ -60,6 +60,7 @@ func TestKubectlUser(t *testing.T) {
 				t.Errorf("kubectl get sandboxes shows:\n%s", table)
 			}
 			connectAll(t, ns, sample.name)
+			urlsWork(t, ns, sample.name, sample.name == "demo-trio")
 			uid := kubectl(t, "get", "sandbox", sample.name, "-n", ns, "-o", "jsonpath={.metadata.uid}")
 			volumesBefore := testenv.DanglingVolumes(t)
 

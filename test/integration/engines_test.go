@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
 	dd "github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver"
 	"github.com/roboco-sandbox/sandbox-controller/internal/engine"
 	"github.com/roboco-sandbox/sandbox-controller/internal/testclients"
@@ -86,6 +87,13 @@ func connect(t *testing.T, e engine.Engine, addr, password string) {
 	}
 	if err := testclients.Connect(ctx, e.Name(), addr, e.Publish(addr, password+"-wrong")); err == nil {
 		t.Fatalf("%s accepted a wrong password", e.Name())
+	}
+	keys, _ := sandboxv1.KeysOf(sandboxv1.Engine(e.Name()))
+	if err := testclients.ConnectURL(ctx, e.Name(), e.Publish(addr, password)[keys.URL]); err != nil {
+		t.Fatalf("%s refused its published %s: %v", e.Name(), keys.URL, err)
+	}
+	if err := testclients.ConnectURL(ctx, e.Name(), e.Publish(addr, password+"-wrong")[keys.URL]); err == nil {
+		t.Fatalf("%s accepted a URL with a wrong password", e.Name())
 	}
 }
 

@@ -46,6 +46,10 @@ type SandboxSpecApplyConfiguration struct {
 	// the Sandbox's namespace (default: any pool whose class matches), or always
 	// start cold (policy: Never). No match, or an empty pool, starts cold.
 	Pools *PoolSelectionApplyConfiguration `json:"pools,omitempty"`
+	// conventionalURLs also publishes each service's connection URL under its
+	// conventional name, beside ROBOCO_TEST_*_URL: DATABASE_URL (postgres),
+	// REDIS_URL (redis), MONGODB_URI (mongo).
+	ConventionalURLs *bool `json:"conventionalURLs,omitempty"`
 	// Placement is the DockerHost the object lives on, or how to choose one.
 	PlacementApplyConfiguration `json:""`
 }
@@ -114,6 +118,14 @@ func (b *SandboxSpecApplyConfiguration) WithUpdateStrategy(value apiv1alpha1.Upd
 // If called multiple times, the Pools field is set to the value of the last call.
 func (b *SandboxSpecApplyConfiguration) WithPools(value *PoolSelectionApplyConfiguration) *SandboxSpecApplyConfiguration {
 	b.Pools = value
+	return b
+}
+
+// WithConventionalURLs sets the ConventionalURLs field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the ConventionalURLs field is set to the value of the last call.
+func (b *SandboxSpecApplyConfiguration) WithConventionalURLs(value bool) *SandboxSpecApplyConfiguration {
+	b.ConventionalURLs = &value
 	return b
 }
 
