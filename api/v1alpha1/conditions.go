@@ -72,6 +72,10 @@ const (
 	ReasonDockerHostNotFound = "DockerHostNotFound"
 	// ReasonFeatureVerifyFailed: a requested feature is missing after activation.
 	ReasonFeatureVerifyFailed = "FeatureVerifyFailed"
+	// ReasonInitFailed: a service's init script failed (the key and its first
+	// error line), or its ConfigMap or Secret is missing or not usable; it
+	// runs again once they change.
+	ReasonInitFailed = "InitFailed"
 )
 
 // Reasons of the UpToDate condition.

@@ -159,6 +159,35 @@ type ServiceSpec struct {
 	// defaults; values above the manager's maxima are refused.
 	// +optional
 	Resources *ServiceResources `json:"resources,omitempty"`
+
+	// init seeds the service once it answers, before it counts as ready: the
+	// keys of a ConfigMap (or Secret) in the Sandbox's namespace, in lexical
+	// order, *.sql through psql (postgres), *.js through mongosh (mongo),
+	// *.redis through redis-cli one command per line (redis), each engine
+	// running its own suffix, as the published user, stopping at the first
+	// error. A changed ConfigMap is run again on a new container.
+	// +optional
+	Init *ServiceInit `json:"init,omitempty"`
+}
+
+// ServiceInit names the scripts that seed a service.
+// +kubebuilder:validation:XValidation:rule="has(self.configMapRef) != has(self.secretRef)",message="init takes exactly one of configMapRef and secretRef"
+type ServiceInit struct {
+	// configMapRef is a ConfigMap in the Sandbox's namespace.
+	// +optional
+	ConfigMapRef *LocalRef `json:"configMapRef,omitempty"`
+	// secretRef is a Secret in the Sandbox's namespace, for scripts that hold secrets.
+	// +optional
+	SecretRef *LocalRef `json:"secretRef,omitempty"`
+}
+
+// LocalRef names an object in the referrer's namespace.
+type LocalRef struct {
+	// name is the object's name.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
 }
 
 // ServiceResources are the memory and CPU caps of a service container.

@@ -127,6 +127,10 @@ func (f *flags) addDockerFlags(s *settings, env func(string) string) {
 		"The longest one image pull may take; a pull that takes longer fails and is retried with backoff.")
 	fs.DurationVar(&s.options.StopTimeout, "stop-timeout", s.options.StopTimeout,
 		"On teardown, how long a service container gets between SIGTERM and SIGKILL.")
+	fs.DurationVar(&s.options.InitScriptTimeout, "init-script-timeout", s.options.InitScriptTimeout,
+		"The longest one init script of a service (spec.services[].init) may run; past it, it is killed and the service fails with InitFailed.")
+	fs.Int64Var(&s.options.InitMaxBytes, "init-max-bytes", s.options.InitMaxBytes,
+		"The most bytes of init scripts one service may run, together; more fails the service with InitFailed, naming the size.")
 }
 
 // addImageFlags adds a pair of image flags per engine of the registry (one when

@@ -218,6 +218,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// freed admits the Sandboxes waiting for it.
 		Watches(&sandboxv1.DockerHost{}, handler.EnqueueRequestsFromMapFunc(r.waitingForHost), builder.WithPredicates(
 			predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetName() == r.Scope.Name }))).
+		// A ConfigMap of init scripts made or changed seeds its Sandboxes anew.
+		// Note: as metadata only; the scripts are read where they are needed.
+		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.initSources), builder.OnlyMetadata).
 		// A quota's room freed (or raised) admits the Sandboxes waiting for it.
 		Watches(&sandboxv1.SandboxQuota{}, handler.EnqueueRequestsFromMapFunc(r.waitingForQuota)).
 		// A Sandbox gone frees its names for the Sandboxes waiting for them.

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
 
 	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
@@ -78,7 +79,7 @@ func (r *Reconciler) reconcileService(ctx context.Context, w serviceWork, ours [
 // Sandbox's update strategy asks for it; otherwise it is kept, with its data,
 // and reported behind. A rollout is no restart.
 func (r *Reconciler) rollOut(ctx context.Context, w serviceWork, obs host.Observation, res *serviceResult) (host.Observation, error) {
-	if obs.Behind == "" || obs.Current == nil || obs.Phase == host.Stopped || !r.Options.RollsOut(w.sb) {
+	if obs.Behind == "" || obs.Current == nil || obs.Phase == host.Stopped || !r.Options.RollsOut(w.sb) && !initFailed(w) {
 		return obs, nil
 	}
 	if _, err := r.retire(ctx, w, *obs.Current, res); err != nil {
@@ -88,6 +89,13 @@ func (r *Reconciler) rollOut(ctx context.Context, w serviceWork, obs host.Observ
 		w.svc.Engine.Name(), obs.Current.Name, obs.Behind))
 	obs.Current, obs.Behind, obs.Phase = nil, "", host.Absent
 	return obs, nil
+}
+
+// initFailed: the service's init scripts failed on its container (which
+// holds no data worth keeping): new scripts replace it whatever the strategy.
+func initFailed(w serviceWork) bool {
+	c := meta.FindStatusCondition(w.sb.Status.Conditions, sandboxv1.ConditionServicesReady)
+	return !w.prev.Ready && c != nil && c.Reason == sandboxv1.ReasonInitFailed
 }
 
 func newServiceResult(w serviceWork) serviceResult {

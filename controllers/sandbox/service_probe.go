@@ -36,6 +36,17 @@ func (r *Reconciler) probeService(ctx context.Context, w serviceWork, c dd.Conta
 			return res
 		}
 	}
+	// Note: a claimed member was seeded by its pool (its class includes the scripts).
+	if len(w.svc.Init) > 0 && !alreadyAnswered && !claimed {
+		if failed, cutShort := r.Host.Seed(ctx, w.svc, c, addr); cutShort {
+			return r.reseed(ctx, w, c, failed, res)
+		} else if failed != "" {
+			res.probes = part{reason: sandboxv1.ReasonInitFailed, message: fmt.Sprintf(
+				"%s init script %s; it runs again, on a new container, once its ConfigMap, Secret or the spec changes", e.Name(), failed)}
+			res.stalled = true
+			return res
+		}
+	}
 	res.status.Features = make([]sandboxv1.Feature, len(w.svc.Features))
 	for i, f := range w.svc.Features {
 		res.status.Features[i] = sandboxv1.Feature(f)
@@ -65,5 +76,18 @@ func (r *Reconciler) probeFailed(ctx context.Context, w serviceWork, c dd.Contai
 	// Past the deadline a probe is a retry like any other: it backs off.
 	res.probes = part{reason: sandboxv1.ReasonProbeTimeout, message: fmt.Sprintf("%s did not answer within %s: %s; probing again in %s",
 		name, deadline, detail, retryLater(ctx).Round(time.Second))}
+	return res
+}
+
+// reseed replaces a container whose init run was cut short (its manager
+// killed mid-run): its data is neither seeded nor clean, so a new container
+// is seeded from the start.
+func (r *Reconciler) reseed(ctx context.Context, w serviceWork, c dd.Container, why string, res serviceResult) serviceResult {
+	if _, err := r.retire(ctx, w, dd.ContainerSummary{ID: c.ID, Name: c.Name}, &res); err != nil {
+		return res.dockerFailed(ctx, err, "removing "+c.Name+", whose init scripts were cut short")
+	}
+	res.event(sandboxv1.EventRecreated, fmt.Sprintf("%s: %s on container %s; making it again", w.svc.Engine.Name(), why, c.Name))
+	res.probes = part{reason: sandboxv1.ReasonProbing, message: why + "; making the container again"}
+	res.after(time.Second)
 	return res
 }

@@ -46,13 +46,19 @@ func (r *Reconciler) ResolveService(ctx context.Context, sb *sandboxv1.Sandbox, 
 	}
 	spec := r.containerSpec(sb, e, password, features, network)
 	spec.MemoryBytes, spec.NanoCPUs = memory, cpu
+	initKeys, err := r.withInit(ctx, sb.Namespace, svc, e, &spec)
+	if err != nil {
+		return host.Service{}, err
+	}
 	spec.Labels[host.LabelConfigHash] = host.Fingerprint(spec)
 	chosen := host.Chosen{Network: sb.Spec.Network != ""}
 	if res := svc.Resources; res != nil {
 		chosen.Memory, chosen.CPU = res.Memory != nil, res.CPU != nil
 	}
+	perScript, _ := r.Options.InitLimits()
 	return host.Service{Engine: e, Features: features, Network: network, Password: password,
-		ProbeDeadline: r.Options.ProbeDeadline(e), Container: spec, Chosen: chosen, Images: r.Options.ImagesFor(e)}, nil
+		ProbeDeadline: r.Options.ProbeDeadline(e), Container: spec, Chosen: chosen, Images: r.Options.ImagesFor(e),
+		Init: initKeys, InitPerScript: perScript}, nil
 }
 
 // ProveHost proves which Docker host the reconciler drives.

@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -24,7 +25,10 @@ func (r *Reconciler) reconcileServices(ctx context.Context, sb *sandboxv1.Sandbo
 	specs := make([]host.Service, len(sb.Spec.Services))
 	for i, svc := range sb.Spec.Services {
 		var err error
-		if specs[i], err = r.ResolveService(ctx, sb, svc, creds.passwords[string(svc.Engine)]); err != nil {
+		if specs[i], err = r.ResolveService(ctx, sb, svc, creds.passwords[string(svc.Engine)]); errors.As(err, new(errInit)) {
+			initUnusable(sb, err.Error())
+			return ctrl.Result{RequeueAfter: kit.Jitter(kit.StalledRecheck)}, nil
+		} else if err != nil {
 			// Note: the Warning once per stall, not on every recheck.
 			if c := meta.FindStatusCondition(sb.Status.Conditions, sandboxv1.ConditionStalled); c == nil || c.Message != err.Error() {
 				r.Recorder.Eventf(sb, nil, corev1.EventTypeWarning, sandboxv1.ReasonInvalidSpec, sandboxv1.ActionValidate, "%s", err.Error())

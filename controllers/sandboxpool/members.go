@@ -159,29 +159,47 @@ func (p *Reconciler) probeStarting(ctx context.Context, class host.Service, key 
 	var wg sync.WaitGroup
 	for _, c := range ms.starting {
 		wg.Go(func() {
-			if addr, ok := p.probeMember(ctx, class, key, c); ok {
+			addr, ok, initFailed := p.probeMember(ctx, class, key, c)
+			switch {
+			case ok:
 				p.markReady(class, c, addr)
+			case initFailed != "":
+				// Note: its data is half-seeded; the next member tries again, after the backoff.
+				_ = p.Host.Remove(ctx, c.ID)
+				p.startFailed(types.UID(c.Labels[host.LabelPoolUID]), sandboxv1.ReasonInitFailed,
+					fmt.Sprintf("member %s: %s init script %s", c.Name, class.Engine.Name(), initFailed))
 			}
 		})
 	}
 	wg.Wait()
 }
 
-func (p *Reconciler) probeMember(ctx context.Context, class host.Service, key []byte, c dd.ContainerSummary) (string, bool) {
+// probeMember probes a starting member, then activates its features and runs
+// its class's init scripts: a member counts as ready only seeded. initFailed
+// is the failing script and its error.
+func (p *Reconciler) probeMember(ctx context.Context, class host.Service, key []byte, c dd.ContainerSummary) (addr string, ok bool, initFailed string) {
 	if c.State != dd.StateRunning {
-		return "", false
+		return "", false, ""
 	}
 	full, err := p.Host.Inspect(ctx, c.ID)
-	addr := host.Address(full, class.Network)
+	addr = host.Address(full, class.Network)
 	if err != nil || addr == "" {
-		return "", false
+		return "", false, ""
 	}
 	svc := class
 	svc.Password = poolkey.DerivePassword(key, c.Labels[host.LabelMember])
 	if ok, _ := p.Host.Probe(ctx, svc, full, addr); !ok {
-		return "", false
+		return "", false, ""
 	}
-	return addr, len(svc.Features) == 0 || p.Host.Activate(ctx, svc, full, addr) == ""
+	if len(svc.Features) > 0 && p.Host.Activate(ctx, svc, full, addr) != "" {
+		return "", false, ""
+	}
+	if len(svc.Init) > 0 {
+		if failed, cutShort := p.Host.Seed(ctx, svc, full, addr); failed != "" {
+			return "", false, failed + map[bool]string{true: " (on a member whose earlier run was cut short)"}[cutShort]
+		}
+	}
+	return addr, true, ""
 }
 
 // readyMember is a member that answered: when, and at which address.

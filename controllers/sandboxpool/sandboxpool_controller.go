@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
@@ -281,6 +282,8 @@ func (p *Reconciler) SetupWithManager(mgr ctrl.Manager, refills int) error {
 		// freed lets the pools waiting for it fill.
 		Watches(&sandboxv1.DockerHost{}, handler.EnqueueRequestsFromMapFunc(p.waitingForHost), builder.WithPredicates(
 			predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetName() == p.Scope.Name }))).
+		// A ConfigMap of init scripts made or changed: members seeded anew (metadata only).
+		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(p.initSources), builder.OnlyMetadata).
 		// A quota's room freed (or raised) lets the pools waiting for it fill.
 		Watches(&sandboxv1.SandboxQuota{}, handler.EnqueueRequestsFromMapFunc(p.waitingForQuota)).
 		WithOptions(kit.Paced(p.Scope.Options(2))).

@@ -58,6 +58,10 @@ type Engine interface {
 	// in a warm member (dockerdriver.PrepareExec) and never shows them in argv.
 	// A Step with a nil Argv means the engine cannot rotate, and so cannot be pooled.
 	Rotate(addr string) Step
+	// Init is how the engine runs its init scripts against addr as the
+	// published user: the key suffix it runs, and a sh function body that runs
+	// one script file ($1) and fails at its first error.
+	Init(password, addr string) InitRunner
 }
 
 // Images are an engine's light image and the kitchen-sink image any feature selects.

@@ -114,3 +114,13 @@ func (m mongo) uri(password, addr string) string {
 	}
 	return u.String()
 }
+
+// Init runs a .js script with mongosh, logged in as the published user (db is
+// its authentication database; a script picks its own with db.getSiblingDB);
+// an uncaught error ends it non-zero. The URI reaches mongosh through the
+// environment, never its argv.
+func (m mongo) Init(password, addr string) InitRunner {
+	return InitRunner{Suffix: ".js",
+		RunOne: `SANDBOX_INIT_FILE="$1" exec mongosh --nodb --quiet --eval 'db = connect(process.env.SANDBOX_INIT_URI); load(process.env.SANDBOX_INIT_FILE)' >/dev/null`,
+		Env:    map[string]string{"SANDBOX_INIT_URI": m.uri(password, addr)}}
+}

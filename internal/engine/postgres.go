@@ -142,3 +142,11 @@ func (p postgres) psql(password, addr, sql, expect string) Step {
 		Expect:  expect,
 	}
 }
+
+// Init runs a .sql script with psql as the published user in its database,
+// stopping at its first error (ON_ERROR_STOP).
+func (postgres) Init(password, _ string) InitRunner {
+	return InitRunner{Suffix: ".sql",
+		RunOne: `psql -X -q -v ON_ERROR_STOP=1 -h "$ADDR" -p "$PORT" -U ` + postgresUser + ` -d ` + postgresDB + ` -f "$1" >/dev/null`,
+		Env:    map[string]string{"PGPASSWORD": password, "PGCONNECT_TIMEOUT": "5"}}
+}

@@ -159,3 +159,18 @@ func (r redis) cli(password, addr, expect string, args ...string) Step {
 		Expect:  expect,
 	}
 }
+
+// Init runs a .redis script one command per line (blank lines and # comments
+// skipped) through redis-cli, which parses the line's quoting, and stops at
+// the first error reply: redis-cli exits 0 on one, so its (error) prefix is
+// what counts (--no-raw quotes a value that looks like one).
+func (redis) Init(password, _ string) InitRunner {
+	return InitRunner{Suffix: ".redis", RunOne: `n=0
+while IFS= read -r line || [ -n "$line" ]; do
+	n=$((n+1))
+	case "$line" in ""|"#"*) continue ;; esac
+	out=$(printf '%s\n' "$line" | redis-cli --no-auth-warning --no-raw -h "$ADDR" -p "$PORT" 2>&1) || { echo "line $n: error: $out"; exit 1; }
+	case "$out" in "(error)"*) echo "line $n: $out"; exit 1 ;; esac
+done < "$1"`,
+		Env: map[string]string{"REDISCLI_AUTH": password}}
+}

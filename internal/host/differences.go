@@ -55,6 +55,12 @@ func Differences(svc Service, c dd.Container) []Difference {
 	if !credentialsMatch(svc, c) {
 		add(CauseSpec, "credentials changed")
 	}
+	// Note: seeded data is the agent's working state: new scripts replace it
+	// as the update strategy says, like the operator's changes (or at once
+	// where the scripts failed: the Sandbox's rollOut).
+	if c.Labels[LabelInit] != want.Labels[LabelInit] {
+		add(CauseOperator, "init scripts changed since it was seeded")
+	}
 	if !maps.Equal(c.Tmpfs, want.Tmpfs) {
 		add(CauseOperator, "tmpfs mounts changed")
 	}

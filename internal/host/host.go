@@ -56,6 +56,10 @@ type Service struct {
 	// Both tell the Sandbox's changes from the operator's (Differences).
 	Chosen Chosen
 	Images engine.Images
+	// Init are the init scripts to run once it answers (keys, under
+	// engine.InitDir, in order), and how long each may take.
+	Init          []string
+	InitPerScript time.Duration
 	// Claims are the containers claimed from pools for this service: container ID
 	// → CredentialsHash of the password each was rotated to (the claim record).
 	Claims map[string]string

@@ -22,6 +22,9 @@ const (
 	// a container cannot show otherwise.
 	LabelCredentials = "sandbox.roboco.io/credentials"
 	LabelFeatures    = "sandbox.roboco.io/features"
+	// LabelInit is the hash of the init scripts a container was made with (their
+	// keys and content; absent: none): a change makes a new container, seeded anew.
+	LabelInit = "sandbox.roboco.io/init"
 	// LabelInstance names the control plane that created a container: a UID proves
 	// ownership only to the API server that issued it.
 	LabelInstance = "sandbox.roboco.io/instance"

@@ -57,6 +57,23 @@ func (h *Host) Activate(ctx context.Context, svc Service, c dd.Container, addr s
 	return ""
 }
 
+// Seed runs the service's init scripts once on c: "" when they ran (now or
+// earlier), else the failing key and its first error line; cutShort says an
+// earlier run on c ended unfinished, so c's data is in doubt.
+func (h *Host) Seed(ctx context.Context, svc Service, c dd.Container, addr string) (failed string, cutShort bool) {
+	step := engine.Seed(svc.Engine, svc.Password, addr, svc.Init, svc.InitPerScript)
+	out, err := h.exec(ctx, c, step)
+	switch {
+	case err != nil:
+		return fmt.Sprintf("running the init scripts: %v", err), false
+	case out.ExitCode == 0:
+		return "", false
+	case out.ExitCode == engine.InitCutShort:
+		return LastLine(out.Stderr), true
+	}
+	return LastLine(out.Stderr + "\n" + out.Stdout), false
+}
+
 func (h *Host) exec(ctx context.Context, c dd.Container, step engine.Step) (dd.ExecResult, error) {
 	return h.driver.Exec(ctx, c.ID, dd.ExecSpec{Cmd: step.Argv, Env: step.Env, Timeout: step.Timeout})
 }

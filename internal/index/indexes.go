@@ -47,9 +47,26 @@ func Register(mgr ctrl.Manager, opts options.Options) error {
 	}); err != nil {
 		return err
 	}
+	if err := indexer.IndexField(ctx, &sandboxv1.Sandbox{}, InitConfigMap, initConfigMaps); err != nil {
+		return err
+	}
 	return indexer.IndexField(ctx, &sandboxv1.SandboxPool{}, DockerHost, func(obj client.Object) []string {
 		return []string{obj.(*sandboxv1.SandboxPool).Spec.DockerHost}
 	})
+}
+
+// InitConfigMap indexes Sandboxes by the ConfigMaps their services' init
+// names, so a ConfigMap's change finds its Sandboxes without a scan.
+const InitConfigMap = "sandbox.roboco.io/init-configmap"
+
+func initConfigMaps(obj client.Object) []string {
+	var out []string
+	for _, svc := range obj.(*sandboxv1.Sandbox).Spec.Services {
+		if svc.Init != nil && svc.Init.ConfigMapRef != nil {
+			out = append(out, svc.Init.ConfigMapRef.Name)
+		}
+	}
+	return out
 }
 
 // Owner indexes Sandboxes by the owner container they track (after the

@@ -73,6 +73,22 @@ type Options struct {
 	// pools, so refills leave the Docker daemon to claims and cold Sandboxes
 	// (0: 2).
 	PoolRefills int
+	// InitScriptTimeout bounds each init script of a service (0: 60s);
+	// InitMaxBytes bounds the scripts one service runs, together (0: 1 MiB).
+	InitScriptTimeout time.Duration
+	InitMaxBytes      int64
+}
+
+// InitLimits are the init scripts' bounds, defaults filled in.
+func (o Options) InitLimits() (perScript time.Duration, maxBytes int64) {
+	perScript, maxBytes = o.InitScriptTimeout, o.InitMaxBytes
+	if perScript <= 0 {
+		perScript = 60 * time.Second
+	}
+	if maxBytes <= 0 {
+		maxBytes = 1 << 20
+	}
+	return perScript, maxBytes
 }
 
 // DefaultOptions are the manager's defaults.
@@ -91,6 +107,9 @@ func DefaultOptions() Options {
 		// Note: the operator's changes never wipe a running sandbox's data unless asked.
 		UpdateStrategy: sandboxv1.UpdateOnDelete,
 		PoolRefills:    2,
+		// Note: a script past its deadline is killed and fails its service.
+		InitScriptTimeout: 60 * time.Second,
+		InitMaxBytes:      1 << 20,
 	}
 }
 

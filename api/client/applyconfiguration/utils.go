@@ -38,6 +38,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &apiv1alpha1.DockerHostStatusApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("DockerHostTLS"):
 		return &apiv1alpha1.DockerHostTLSApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("LocalRef"):
+		return &apiv1alpha1.LocalRefApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("NamespaceLabels"):
 		return &apiv1alpha1.NamespaceLabelsApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("OwnerSpec"):
@@ -78,6 +80,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &apiv1alpha1.SecretReferenceApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ServiceClaim"):
 		return &apiv1alpha1.ServiceClaimApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ServiceInit"):
+		return &apiv1alpha1.ServiceInitApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ServiceResources"):
 		return &apiv1alpha1.ServiceResourcesApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ServiceSpec"):

@@ -27,6 +27,13 @@ type ServiceSpecApplyConfiguration struct {
 	// resources caps the service container. Unset values take the manager's
 	// defaults; values above the manager's maxima are refused.
 	Resources *ServiceResourcesApplyConfiguration `json:"resources,omitempty"`
+	// init seeds the service once it answers, before it counts as ready: the
+	// keys of a ConfigMap (or Secret) in the Sandbox's namespace, in lexical
+	// order, *.sql through psql (postgres), *.js through mongosh (mongo),
+	// *.redis through redis-cli one command per line (redis), each engine
+	// running its own suffix, as the published user, stopping at the first
+	// error. A changed ConfigMap is run again on a new container.
+	Init *ServiceInitApplyConfiguration `json:"init,omitempty"`
 }
 
 // ServiceSpecApplyConfiguration constructs a declarative configuration of the ServiceSpec type for use with
@@ -58,5 +65,13 @@ func (b *ServiceSpecApplyConfiguration) WithFeatures(values ...apiv1alpha1.Featu
 // If called multiple times, the Resources field is set to the value of the last call.
 func (b *ServiceSpecApplyConfiguration) WithResources(value *ServiceResourcesApplyConfiguration) *ServiceSpecApplyConfiguration {
 	b.Resources = value
+	return b
+}
+
+// WithInit sets the Init field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Init field is set to the value of the last call.
+func (b *ServiceSpecApplyConfiguration) WithInit(value *ServiceInitApplyConfiguration) *ServiceSpecApplyConfiguration {
+	b.Init = value
 	return b
 }
