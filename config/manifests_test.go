@@ -155,8 +155,11 @@ var allowed = map[string][]string{
 	"sandbox.roboco.io/sandboxquotas/status":    {"get", "update", "patch"},
 	"sandbox.roboco.io/sandboxpolicies":         {"get", "list", "watch"},
 	"/namespaces":                               {"get", "list", "watch"},
-	"sandbox.roboco.io/dockerhosts/status":      {"get", "update", "patch"},
-	"sandbox.roboco.io/dockerhosts/finalizers":  {"update"},
+	// A service's init scripts (spec.services[].init.configMapRef): read, and
+	// watched as metadata only.
+	"/configmaps":                              {"get", "list", "watch"},
+	"sandbox.roboco.io/dockerhosts/status":     {"get", "update", "patch"},
+	"sandbox.roboco.io/dockerhosts/finalizers": {"update"},
 	"/secrets":             {"get", "list", "watch", "create", "update", "patch", "delete"},
 	"events.k8s.io/events": {"create", "patch"},
 }
@@ -358,7 +361,8 @@ func TestManifestsApply(t *testing.T) {
 		{[]string{"list", "namespaces"}, true},
 		{[]string{"update", "namespaces/agents"}, false},
 		{[]string{"list", "pods", "-A"}, false},
-		{[]string{"get", "configmaps", "-n", "sandbox-system"}, false},
+		{[]string{"get", "configmaps", "-n", "agents"}, true}, // init scripts
+		{[]string{"update", "configmaps", "-n", "agents"}, false},
 		{[]string{"create", "pods/exec", "-n", "agents"}, false},
 		{[]string{"create", "serviceaccounts/token", "-n", "sandbox-system"}, false},
 		{[]string{"create", "tokenreviews.authentication.k8s.io"}, true}, // --metrics-secure
