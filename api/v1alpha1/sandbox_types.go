@@ -160,6 +160,14 @@ type ServiceSpec struct {
 	// +optional
 	Resources *ServiceResources `json:"resources,omitempty"`
 
+	// version is the engine version, among those the operator offers (the
+	// manager's --engine-version); empty: the operator's default. A version not
+	// offered stalls the Sandbox with InvalidSpec, naming the offered ones.
+	// +optional
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:Pattern=`^[a-z0-9][a-z0-9.-]*$`
+	Version string `json:"version,omitempty"`
+
 	// init seeds the service once it answers, before it counts as ready: the
 	// keys of a ConfigMap (or Secret) in the Sandbox's namespace, in lexical
 	// order, *.sql through psql (postgres), *.js through mongosh (mongo),
@@ -276,6 +284,10 @@ type ServiceStatus struct {
 	// image is the image the container runs.
 	// +optional
 	Image string `json:"image,omitempty"`
+	// version is the engine version it runs: spec's, or the name of the
+	// operator's default.
+	// +optional
+	Version string `json:"version,omitempty"`
 	// host is the name agents on the same Docker network connect to: the
 	// container name, or a 63-character alias when that name is longer than a
 	// DNS label. On Docker's default bridge, the container's IP.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"io"
 	"slices"
 	"time"
@@ -47,9 +48,9 @@ func describe(out io.Writer, sb *sandboxv1.Sandbox, events []corev1.Event) error
 		w.f("Docker host:\t%s\n", h.ID)
 	}
 	w.f("Generation:\t%d (status describes %d)\n", sb.Generation, sb.Status.ObservedGeneration)
-	w.f("\nServices:\n  ENGINE\tCONTAINER\tENDPOINT\tREADY\tRESTARTS\tFEATURES\n")
+	w.f("\nServices:\n  ENGINE\tVERSION\tCONTAINER\tENDPOINT\tREADY\tRESTARTS\tFEATURES\n")
 	for _, s := range sb.Status.Services {
-		w.f("  %s\t%s\t%s:%d\t%t\t%d\t%v\n", s.Engine, s.ContainerName, s.Host, s.Port, s.Ready, s.Restarts, s.Features)
+		w.f("  %s\t%s\t%s\t%s:%d\t%t\t%d\t%v\n", s.Engine, cmp.Or(s.Version, "-"), s.ContainerName, s.Host, s.Port, s.Ready, s.Restarts, s.Features)
 	}
 	w.f("\nConditions:\n  TYPE\tSTATUS\tREASON\tSINCE\tMESSAGE\n")
 	for _, c := range sb.Status.Conditions {

@@ -62,6 +62,8 @@ func TestFlagsReachOptions(t *testing.T) {
 		"--default-network=demo", "--owner-template=agent-{agentID}", "--grace-period=1m",
 		"--probe-deadline=postgres=2m,mongo=90s", "--default-memory=256Mi", "--max-cpu=2",
 		"--max-concurrent-reconciles=8", "--pull-timeout=1m", "--sweep=false", "--sweep-interval=5m",
+		"--engine-version=postgres:17=localhost:5001/pg:17,localhost:5001/pgk:17", "--engine-version=redis:8=localhost:5001/redis:8",
+		"--default-version=postgres=15", "--init-script-timeout=2m", "--init-max-bytes=4096",
 	}, noEnv, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -75,6 +77,13 @@ func TestFlagsReachOptions(t *testing.T) {
 	}
 	if o.ProbeDeadlines["postgres"] != 2*time.Minute || o.ProbeDeadlines["mongo"] != 90*time.Second || len(o.ProbeDeadlines) != 2 {
 		t.Errorf("probe deadlines = %v", o.ProbeDeadlines)
+	}
+	if got := o.Versions["postgres"]["17"]; got != (engine.Images{Default: "localhost:5001/pg:17", KitchenSink: "localhost:5001/pgk:17"}) ||
+		o.Versions["redis"]["8"].Default != "localhost:5001/redis:8" || o.DefaultVersions["postgres"] != "15" {
+		t.Errorf("versions = %v, default versions = %v", o.Versions, o.DefaultVersions)
+	}
+	if o.InitScriptTimeout != 2*time.Minute || o.InitMaxBytes != 4096 {
+		t.Errorf("init scripts: %s each, %d bytes", o.InitScriptTimeout, o.InitMaxBytes)
 	}
 	if s.sweep || o.SweepInterval != 5*time.Minute {
 		t.Errorf("sweep %t every %s", s.sweep, o.SweepInterval)

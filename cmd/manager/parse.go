@@ -30,6 +30,11 @@ func parseSettings(args []string, env func(string) string, stdout io.Writer) (*s
 	for _, apply := range f.apply {
 		apply()
 	}
+	versions, err := parseVersions(s.versions)
+	if err != nil {
+		return nil, err
+	}
+	s.options.Versions = versions
 	if err := s.validate(); err != nil {
 		return nil, err
 	}

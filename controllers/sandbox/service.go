@@ -63,6 +63,7 @@ func (r *Reconciler) reconcileService(ctx context.Context, w serviceWork, ours [
 	}
 	if settled(w, obs.Current.ID) {
 		res.status = w.prev
+		res.status.Version = w.svc.Version
 		res.containers, res.probes = okPart(sandboxv1.ReasonRunning), okPart(sandboxv1.ReasonReady)
 		res.behind(obs.Behind)
 		return res
@@ -104,6 +105,7 @@ func newServiceResult(w serviceWork) serviceResult {
 		Engine:        sandboxv1.Engine(e.Name()),
 		ContainerName: w.svc.Container.Name,
 		Image:         w.svc.Image(),
+		Version:       w.svc.Version,
 		Host:          engine.HostName(e, w.sb.Spec.AgentID),
 		Port:          int32(e.Port()),
 		Restarts:      w.prev.Restarts,

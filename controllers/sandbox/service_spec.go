@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"maps"
@@ -44,7 +45,15 @@ func (r *Reconciler) ResolveService(ctx context.Context, sb *sandboxv1.Sandbox, 
 	if err != nil {
 		return host.Service{}, err
 	}
+	images, err := r.Options.ImagesOf(e, svc.Version)
+	if err != nil {
+		return host.Service{}, err
+	}
 	spec := r.containerSpec(sb, e, password, features, network)
+	spec.Image = images.For(features)
+	if svc.Version != "" {
+		spec.Labels[host.LabelVersion] = svc.Version
+	}
 	spec.MemoryBytes, spec.NanoCPUs = memory, cpu
 	initKeys, err := r.withInit(ctx, sb.Namespace, svc, e, &spec)
 	if err != nil {
@@ -57,8 +66,8 @@ func (r *Reconciler) ResolveService(ctx context.Context, sb *sandboxv1.Sandbox, 
 	}
 	perScript, _ := r.Options.InitLimits()
 	return host.Service{Engine: e, Features: features, Network: network, Password: password,
-		ProbeDeadline: r.Options.ProbeDeadline(e), Container: spec, Chosen: chosen, Images: r.Options.ImagesFor(e),
-		Init: initKeys, InitPerScript: perScript}, nil
+		ProbeDeadline: r.Options.ProbeDeadline(e), Container: spec, Chosen: chosen, Images: images,
+		Init: initKeys, InitPerScript: perScript, Version: cmp.Or(svc.Version, r.Options.DefaultVersion(e))}, nil
 }
 
 // ProveHost proves which Docker host the reconciler drives.

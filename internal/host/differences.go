@@ -40,7 +40,11 @@ func Differences(svc Service, c dd.Container) []Difference {
 	add := func(cause Cause, format string, args ...any) {
 		diffs = append(diffs, Difference{cause, fmt.Sprintf(format, args...)})
 	}
-	byFeatures := operatorUnless(featuresChanged(svc, c))
+	versionChanged := c.Labels[LabelVersion] != want.Labels[LabelVersion]
+	byFeatures := operatorUnless(featuresChanged(svc, c) || versionChanged)
+	if versionChanged {
+		add(CauseSpec, "version %s → %s", versionName(c.Labels[LabelVersion]), versionName(want.Labels[LabelVersion]))
+	}
 	if c.Image != want.Image {
 		add(byFeatures, "image %s → %s", c.Image, want.Image)
 	}
@@ -164,4 +168,11 @@ func envChanges(want map[string]string, env []string) []string {
 		}
 	}
 	return changed
+}
+
+func versionName(v string) string {
+	if v == "" {
+		return "the default"
+	}
+	return v
 }

@@ -56,6 +56,8 @@ type Service struct {
 	// Both tell the Sandbox's changes from the operator's (Differences).
 	Chosen Chosen
 	Images engine.Images
+	// Version is the engine version's name (spec's, or the operator's default's).
+	Version string
 	// Init are the init scripts to run once it answers (keys, under
 	// engine.InitDir, in order), and how long each may take.
 	Init          []string

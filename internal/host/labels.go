@@ -25,6 +25,9 @@ const (
 	// LabelInit is the hash of the init scripts a container was made with (their
 	// keys and content; absent: none): a change makes a new container, seeded anew.
 	LabelInit = "sandbox.roboco.io/init"
+	// LabelVersion is the engine version a service's spec asked for (absent:
+	// the operator's default): another version is a new container.
+	LabelVersion = "sandbox.roboco.io/version"
 	// LabelInstance names the control plane that created a container: a UID proves
 	// ownership only to the API server that issued it.
 	LabelInstance = "sandbox.roboco.io/instance"

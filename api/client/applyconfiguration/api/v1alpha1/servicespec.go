@@ -27,6 +27,10 @@ type ServiceSpecApplyConfiguration struct {
 	// resources caps the service container. Unset values take the manager's
 	// defaults; values above the manager's maxima are refused.
 	Resources *ServiceResourcesApplyConfiguration `json:"resources,omitempty"`
+	// version is the engine version, among those the operator offers (the
+	// manager's --engine-version); empty: the operator's default. A version not
+	// offered stalls the Sandbox with InvalidSpec, naming the offered ones.
+	Version *string `json:"version,omitempty"`
 	// init seeds the service once it answers, before it counts as ready: the
 	// keys of a ConfigMap (or Secret) in the Sandbox's namespace, in lexical
 	// order, *.sql through psql (postgres), *.js through mongosh (mongo),
@@ -65,6 +69,14 @@ func (b *ServiceSpecApplyConfiguration) WithFeatures(values ...apiv1alpha1.Featu
 // If called multiple times, the Resources field is set to the value of the last call.
 func (b *ServiceSpecApplyConfiguration) WithResources(value *ServiceResourcesApplyConfiguration) *ServiceSpecApplyConfiguration {
 	b.Resources = value
+	return b
+}
+
+// WithVersion sets the Version field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Version field is set to the value of the last call.
+func (b *ServiceSpecApplyConfiguration) WithVersion(value string) *ServiceSpecApplyConfiguration {
+	b.Version = &value
 	return b
 }
 

@@ -25,6 +25,9 @@ type ServiceStatusApplyConfiguration struct {
 	ContainerID *string `json:"containerID,omitempty"`
 	// image is the image the container runs.
 	Image *string `json:"image,omitempty"`
+	// version is the engine version it runs: spec's, or the name of the
+	// operator's default.
+	Version *string `json:"version,omitempty"`
 	// host is the name agents on the same Docker network connect to: the
 	// container name, or a 63-character alias when that name is longer than a
 	// DNS label. On Docker's default bridge, the container's IP.
@@ -79,6 +82,14 @@ func (b *ServiceStatusApplyConfiguration) WithContainerID(value string) *Service
 // If called multiple times, the Image field is set to the value of the last call.
 func (b *ServiceStatusApplyConfiguration) WithImage(value string) *ServiceStatusApplyConfiguration {
 	b.Image = &value
+	return b
+}
+
+// WithVersion sets the Version field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Version field is set to the value of the last call.
+func (b *ServiceStatusApplyConfiguration) WithVersion(value string) *ServiceStatusApplyConfiguration {
+	b.Version = &value
 	return b
 }
 
