@@ -59,6 +59,15 @@ var _ = Describe("Engine versions (spec.services[].version)", func() {
 		st = get(sb).Status.Services[0]
 		Expect(st.Version).To(Equal("16"), "the default's name")
 		Expect(st.ContainerID).NotTo(Equal(first))
+
+		By("naming the default: the same container")
+		Eventually(func() error {
+			cur := get(sb)
+			cur.Spec.Services[0].Version = "16"
+			return k8sClient.Update(ctx, cur)
+		}).Should(Succeed())
+		Eventually(func() int64 { return get(sb).Status.ObservedGeneration }).Should(Equal(get(sb).Generation))
+		Consistently(func() string { return get(sb).Status.Services[0].ContainerID }, "2s").Should(Equal(st.ContainerID))
 	})
 
 	It("stalls a version not offered, naming the offered ones, and makes nothing", func() {

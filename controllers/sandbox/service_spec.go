@@ -51,7 +51,8 @@ func (r *Reconciler) ResolveService(ctx context.Context, sb *sandboxv1.Sandbox, 
 	}
 	spec := r.containerSpec(sb, e, password, features, network)
 	spec.Image = images.For(features)
-	if svc.Version != "" {
+	// Note: the default asked for by name is the default: the same container.
+	if svc.Version != "" && svc.Version != r.Options.DefaultVersion(e) {
 		spec.Labels[host.LabelVersion] = svc.Version
 	}
 	spec.MemoryBytes, spec.NanoCPUs = memory, cpu
