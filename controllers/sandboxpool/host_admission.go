@@ -35,9 +35,9 @@ func (p *Reconciler) admittedOnHost(ctx context.Context, pool *sandboxv1.Sandbox
 		if err := p.Get(ctx, types.NamespacedName{Name: p.Scope.Name}, h); err != nil {
 			return hostVerdict{}, err
 		}
-		if why := closed(h); why != "" {
+		if why := capacity.Closed(h); why != "" {
 			ms.missing = 0
-			return hostVerdict{why: why}, nil
+			return hostVerdict{why: why + ": its members serve claims, no new one is made"}, nil
 		}
 		return hostVerdict{}, nil
 	}
@@ -52,17 +52,6 @@ func (p *Reconciler) admittedOnHost(ctx context.Context, pool *sandboxv1.Sandbox
 		ms.missing = 0
 	}
 	return hostVerdict{why: why, waiting: why != ""}, err
-}
-
-// closed says why h takes no new member ("" when it does).
-func closed(h *sandboxv1.DockerHost) string {
-	switch {
-	case !h.DeletionTimestamp.IsZero():
-		return "Docker host " + h.Name + " is being deleted: its members serve claims, no new one is made"
-	case h.Spec.Unschedulable:
-		return "Docker host " + h.Name + " is cordoned (spec.unschedulable): its members serve claims, no new one is made until it is uncordoned"
-	}
-	return ""
 }
 
 // say puts the verdict in the pool's Ready condition.

@@ -54,6 +54,18 @@ func Bound(ctx context.Context, r client.Reader, o options.Options, name string)
 	return total, counted, nil
 }
 
+// Closed says why h takes nothing new ("" when it does): it is being deleted
+// or cordoned. What already runs there stays.
+func Closed(h *sandboxv1.DockerHost) string {
+	switch {
+	case !h.DeletionTimestamp.IsZero():
+		return "Docker host " + h.Name + " is being deleted"
+	case h.Spec.Unschedulable:
+		return "Docker host " + h.Name + " is cordoned (spec.unschedulable)"
+	}
+	return ""
+}
+
 // Admission decides whether an object bound to a host by its author
 // (spec.dockerHost, which skips placement) or by placement may make its first
 // container there.
@@ -93,11 +105,11 @@ func (a Admission) Admit(ctx context.Context, name string, p Request, conds []me
 	if err != nil {
 		return "", err
 	}
-	switch {
-	case !h.DeletionTimestamp.IsZero():
-		return fmt.Sprintf("Docker host %s is being deleted: nothing new is made on it", name), nil
-	case h.Spec.Unschedulable:
-		return fmt.Sprintf("Docker host %s is cordoned (spec.unschedulable): made once it is uncordoned", name), nil
+	if why := Closed(h); why != "" {
+		if h.DeletionTimestamp.IsZero() {
+			return why + ": made once it is uncordoned", nil
+		}
+		return why + ": nothing new is made on it", nil
 	}
 	reserved := false
 	used := Demand{}
