@@ -30,6 +30,8 @@ type engineSim struct {
 	leak bool
 	// inflight counts concurrent creates and execs; peak keeps the most seen at once.
 	inflight, peak map[string]int
+	// data is each container's simulated data (sim_data_test.go).
+	data simData
 }
 
 // track counts one call of kind in flight until the returned func is called.
@@ -121,6 +123,9 @@ func (s *engineSim) Exec(ctx context.Context, id string, spec dd.ExecSpec) (dd.E
 		if len(spec.Cmd) > 3 && spec.Cmd[3] == "rotate" {
 			return s.rotate(c, env, spec), nil
 		}
+		if len(spec.Cmd) > 4 && spec.Cmd[3] == "data" {
+			return s.dataOp(c, env, spec), nil
+		}
 	case "psql":
 		return s.psql(c, s.secret(c, env["POSTGRES_PASSWORD_FILE"]), spec), nil
 	case "redis-cli":
@@ -182,7 +187,8 @@ func (s *engineSim) redisPassword(c dd.Container) string {
 	if len(c.Cmd) < 2 || !strings.HasSuffix(c.Cmd[1], ".conf") {
 		return ""
 	}
-	pw, _ := strings.CutPrefix(strings.TrimSpace(s.secret(c, c.Cmd[1])), "requirepass ")
+	first, _, _ := strings.Cut(s.secret(c, c.Cmd[1]), "\n")
+	pw, _ := strings.CutPrefix(first, "requirepass ")
 	return pw
 }
 

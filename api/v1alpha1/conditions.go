@@ -19,6 +19,20 @@ const (
 	ConditionReconciling = "Reconciling"
 	// ConditionStalled is kstatus' abnormal-true condition: no retry can make progress.
 	ConditionStalled = "Stalled"
+	// ConditionDataRequest is true when spec.data's request is done on every
+	// service it names; false while it runs or when it failed. It never
+	// touches Ready: a failed request leaves the services serving.
+	ConditionDataRequest = "DataRequest"
+)
+
+// Reasons of the DataRequest condition.
+const (
+	// ReasonDataSucceeded: every service named did it.
+	ReasonDataSucceeded = "Succeeded"
+	// ReasonDataInProgress: a service named has not done it yet; the message says why.
+	ReasonDataInProgress = "InProgress"
+	// ReasonDataFailed: a service named failed it; the message has the engine's words.
+	ReasonDataFailed = "DataRequestFailed"
 )
 
 // Reasons of the Ready condition.

@@ -51,6 +51,12 @@ const (
 	// Docker host was let go on the operator's word (AnnotationReleaseDockerHost),
 	// without tearing down its containers there.
 	EventDockerHostReleased = "DockerHostReleased"
+	// EventDataReset, EventCheckpointed, EventRestored (Normal): a spec.data
+	// request was done on a service; a failed one is a Warning with reason
+	// ReasonDataFailed.
+	EventDataReset    = "DataReset"
+	EventCheckpointed = "Checkpointed"
+	EventRestored     = "Restored"
 	// EventClaimed (Normal): a service was served by a warm pool member, renamed
 	// to the service's container name, its password rotated to the Sandbox's.
 	EventClaimed = "Claimed"

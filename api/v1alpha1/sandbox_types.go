@@ -29,6 +29,7 @@ const (
 
 // SandboxSpec is what the agent (or its orchestrator) asks for.
 // +kubebuilder:validation:XValidation:rule="!has(self.owner) || !has(self.owner.policy) || self.owner.policy != 'None' || !has(self.owner.containerName)",message="owner.containerName must be empty when owner.policy is None"
+// +kubebuilder:validation:XValidation:rule="!has(self.data) || !has(self.data.services) || self.data.services.all(e, self.services.exists(s, s.engine == e))",message="data.services must name engines of spec.services"
 // +kubebuilder:validation:XValidation:rule="!has(oldSelf.dockerHost) || (has(self.dockerHost) && self.dockerHost == oldSelf.dockerHost)",message="dockerHost is immutable once set: delete the object and create it anew to move it to another host"
 type SandboxSpec struct {
 	// agentID identifies the agent the services are for. It names the containers
@@ -95,6 +96,12 @@ type SandboxSpec struct {
 	// REDIS_URL (redis), MONGODB_URI (mongo).
 	// +optional
 	ConventionalURLs bool `json:"conventionalURLs,omitempty"`
+
+	// data asks for a reset, a checkpoint or a restore of the services' data
+	// (see DataRequest); status.data says when it is done. kubectl sandbox
+	// reset, checkpoint and restore write it and wait.
+	// +optional
+	Data *DataRequest `json:"data,omitempty"`
 
 	// Placement is the DockerHost the object lives on, or how to choose one.
 	Placement `json:",inline"`
@@ -261,6 +268,10 @@ type SandboxStatus struct {
 	// again by the member answering to the Sandbox's password.
 	// +optional
 	Claims map[string]ServiceClaim `json:"claims,omitempty"`
+
+	// data is what became of spec.data.
+	// +optional
+	Data *DataRequestStatus `json:"data,omitempty"`
 }
 
 // ServiceClaim records the pool member a service claimed.
@@ -311,6 +322,9 @@ type ServiceStatus struct {
 	// spec.updateStrategy); the UpToDate condition says how it differs.
 	// +optional
 	Outdated bool `json:"outdated,omitempty"`
+	// data is what spec.data requests did to this service's data.
+	// +optional
+	Data *ServiceData `json:"data,omitempty"`
 }
 
 // Sandbox is a set of throwaway database services for one AI coding agent,

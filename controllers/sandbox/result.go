@@ -72,6 +72,10 @@ func (res serviceResult) redacted(password string) serviceResult {
 	res.containers.message = hide(res.containers.message)
 	res.probes.message = hide(res.probes.message)
 	res.upToDate.message = hide(res.upToDate.message)
+	if res.status.Data != nil && strings.Contains(res.status.Data.Error, password) {
+		res.status.Data = res.status.Data.DeepCopy()
+		res.status.Data.Error = hide(res.status.Data.Error)
+	}
 	res.events = slices.Clone(res.events)
 	for i := range res.events {
 		res.events[i].message = hide(res.events[i].message)

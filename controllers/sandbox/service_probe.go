@@ -47,6 +47,13 @@ func (r *Reconciler) probeService(ctx context.Context, w serviceWork, c dd.Conta
 			return res
 		}
 	}
+	if !alreadyAnswered && !claimed {
+		if failed := r.Host.SnapshotInitial(ctx, w.svc, c, addr); failed != "" {
+			res.probes = part{reason: sandboxv1.ReasonProbing, message: fmt.Sprintf(
+				"taking the initial snapshot a reset returns to: %s; retrying in %s", failed, retryLater(ctx).Round(time.Second))}
+			return res
+		}
+	}
 	res.status.Features = make([]sandboxv1.Feature, len(w.svc.Features))
 	for i, f := range w.svc.Features {
 		res.status.Features[i] = sandboxv1.Feature(f)

@@ -61,6 +61,7 @@ func (r *Reconciler) reconcileServices(ctx context.Context, sb *sandboxv1.Sandbo
 	results := r.runServices(ctx, sb, specs, byEngine)
 	wasReady, oldConditions := isReady(sb), conditionReasons(sb)
 	summarize(sb, results)
+	summarizeData(sb)
 	r.report(ctx, sb, results, wasReady, oldConditions)
 	result := passResult(results, r.Options.ResyncPeriod)
 	result.RequeueAfter = kit.Soonest(result.RequeueAfter, dropped)
@@ -112,7 +113,7 @@ func (r *Reconciler) runServices(ctx context.Context, sb *sandboxv1.Sandbox, spe
 		name := svc.Engine.Name()
 		wg.Go(func() {
 			w := serviceWork{sb: sb, svc: svc, prev: prev[name]}
-			results[i] = r.reconcileService(ctx, w, byEngine[name]).redacted(svc.Password)
+			results[i] = r.serviceData(ctx, w, r.reconcileService(ctx, w, byEngine[name])).redacted(svc.Password)
 		})
 	}
 	wg.Wait()

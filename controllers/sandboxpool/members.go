@@ -199,6 +199,10 @@ func (p *Reconciler) probeMember(ctx context.Context, class host.Service, key []
 			return "", false, failed + map[bool]string{true: " (on a member whose earlier run was cut short)"}[cutShort]
 		}
 	}
+	// Note: the state a claimant's reset returns to.
+	if p.Host.SnapshotInitial(ctx, svc, full, addr) != "" {
+		return "", false, ""
+	}
 	return addr, true, ""
 }
 

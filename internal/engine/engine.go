@@ -62,6 +62,9 @@ type Engine interface {
 	// published user: the key suffix it runs, and a sh function body that runs
 	// one script file ($1) and fails at its first error.
 	Init(password, addr string) InitRunner
+	// Data is how the engine resets, checkpoints and restores its data inside
+	// its container, logged in as the published user.
+	Data(password, addr string) DataRunner
 }
 
 // Images are an engine's light image and the kitchen-sink image any feature selects.

@@ -57,7 +57,7 @@ func (r redis) Container(password string, features []string) Container {
 	return Container{
 		Cmd:     cmd,
 		Tmpfs:   r.Tmpfs(),
-		Secrets: map[string]string{redisConfig: "requirepass " + redisConfigValue(password) + "\n"},
+		Secrets: map[string]string{redisConfig: "requirepass " + redisConfigValue(password) + "\nenable-debug-command local\n"},
 		CapAdd:  slices.Clone(dropToUserCaps),
 	}
 }

@@ -57,16 +57,27 @@ while :; do
 	echo "an earlier run of the init scripts was cut short" >&2; exit 4
 done
 echo $$ > "$S/pid"
-for f in "$@"; do
-	if ! out=$(timeout -s KILL "$T" sh -c "$RUN_ONE" run_one "` + InitDir + `$f" 2>&1); then
-		line=$(printf '%s\n' "$out" | grep -m1 -iE 'error|exception|fatal' || true)
-		[ -n "$line" ] || line=$(printf '%s\n' "$out" | grep -v '^[[:space:]]*$' | tail -n1 || true)
-		[ -n "$line" ] || line="no output: killed at its deadline (${T}s per script) or exited non-zero"
-		printf '%s: %s\n' "$f" "$line" > "$S/failed.tmp" && mv "$S/failed.tmp" "$S/failed"
-		cat "$S/failed" >&2; exit 1
-	fi
-done
+` + runScripts + `
+if ! msg=$(run_scripts "$@"); then
+	printf '%s\n' "$msg" > "$S/failed.tmp" && mv "$S/failed.tmp" "$S/failed"
+	cat "$S/failed" >&2; exit 1
+fi
 touch "$S/done"`
+
+// runScripts defines run_scripts FILE...: each init script (under InitDir) in
+// order, as RUN_ONE under timeout (T seconds); at the first that fails it
+// prints the key and its first error line and returns 1.
+const runScripts = `run_scripts() {
+	for f in "$@"; do
+		if ! out=$(timeout -s KILL "$T" sh -c "$RUN_ONE" run_one "` + InitDir + `$f" 2>&1); then
+			line=$(printf '%s\n' "$out" | grep -m1 -iE 'error|exception|fatal' || true)
+			[ -n "$line" ] || line=$(printf '%s\n' "$out" | grep -v '^[[:space:]]*$' | tail -n1 || true)
+			[ -n "$line" ] || line="no output: killed at its deadline (${T}s per script) or exited non-zero"
+			printf '%s: %s\n' "$f" "$line"
+			return 1
+		fi
+	done
+}`
 
 // Seed is the step that runs the init scripts files (key names, under
 // InitDir, in the order given) against addr, each within perScript.

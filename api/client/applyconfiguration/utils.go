@@ -26,6 +26,12 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &apiv1alpha1.AllocationApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("DaemonInfo"):
 		return &apiv1alpha1.DaemonInfoApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("DataOperation"):
+		return &apiv1alpha1.DataOperationApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("DataRequest"):
+		return &apiv1alpha1.DataRequestApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("DataRequestStatus"):
+		return &apiv1alpha1.DataRequestStatusApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("DockerHost"):
 		return &apiv1alpha1.DockerHostApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("DockerHostCapacity"):
@@ -80,6 +86,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &apiv1alpha1.SecretReferenceApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ServiceClaim"):
 		return &apiv1alpha1.ServiceClaimApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ServiceData"):
+		return &apiv1alpha1.ServiceDataApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ServiceInit"):
 		return &apiv1alpha1.ServiceInitApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ServiceResources"):

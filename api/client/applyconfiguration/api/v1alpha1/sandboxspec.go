@@ -50,6 +50,10 @@ type SandboxSpecApplyConfiguration struct {
 	// conventional name, beside ROBOCO_TEST_*_URL: DATABASE_URL (postgres),
 	// REDIS_URL (redis), MONGODB_URI (mongo).
 	ConventionalURLs *bool `json:"conventionalURLs,omitempty"`
+	// data asks for a reset, a checkpoint or a restore of the services' data
+	// (see DataRequest); status.data says when it is done. kubectl sandbox
+	// reset, checkpoint and restore write it and wait.
+	Data *DataRequestApplyConfiguration `json:"data,omitempty"`
 	// Placement is the DockerHost the object lives on, or how to choose one.
 	PlacementApplyConfiguration `json:""`
 }
@@ -126,6 +130,14 @@ func (b *SandboxSpecApplyConfiguration) WithPools(value *PoolSelectionApplyConfi
 // If called multiple times, the ConventionalURLs field is set to the value of the last call.
 func (b *SandboxSpecApplyConfiguration) WithConventionalURLs(value bool) *SandboxSpecApplyConfiguration {
 	b.ConventionalURLs = &value
+	return b
+}
+
+// WithData sets the Data field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Data field is set to the value of the last call.
+func (b *SandboxSpecApplyConfiguration) WithData(value *DataRequestApplyConfiguration) *SandboxSpecApplyConfiguration {
+	b.Data = value
 	return b
 }
 

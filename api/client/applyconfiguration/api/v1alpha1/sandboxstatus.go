@@ -45,6 +45,8 @@ type SandboxStatusApplyConfiguration struct {
 	// editor of its spec or metadata writes. A claim lost with the status is found
 	// again by the member answering to the Sandbox's password.
 	Claims map[string]ServiceClaimApplyConfiguration `json:"claims,omitempty"`
+	// data is what became of spec.data.
+	Data *DataRequestStatusApplyConfiguration `json:"data,omitempty"`
 }
 
 // SandboxStatusApplyConfiguration constructs a declarative configuration of the SandboxStatus type for use with
@@ -130,5 +132,13 @@ func (b *SandboxStatusApplyConfiguration) WithClaims(entries map[string]ServiceC
 	for k, v := range entries {
 		b.Claims[k] = v
 	}
+	return b
+}
+
+// WithData sets the Data field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Data field is set to the value of the last call.
+func (b *SandboxStatusApplyConfiguration) WithData(value *DataRequestStatusApplyConfiguration) *SandboxStatusApplyConfiguration {
+	b.Data = value
 	return b
 }

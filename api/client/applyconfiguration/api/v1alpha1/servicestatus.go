@@ -45,6 +45,8 @@ type ServiceStatusApplyConfiguration struct {
 	// since changed: it is kept, with its data, until a rollout replaces it (see
 	// spec.updateStrategy); the UpToDate condition says how it differs.
 	Outdated *bool `json:"outdated,omitempty"`
+	// data is what spec.data requests did to this service's data.
+	Data *ServiceDataApplyConfiguration `json:"data,omitempty"`
 }
 
 // ServiceStatusApplyConfiguration constructs a declarative configuration of the ServiceStatus type for use with
@@ -140,5 +142,13 @@ func (b *ServiceStatusApplyConfiguration) WithRestarts(value int32) *ServiceStat
 // If called multiple times, the Outdated field is set to the value of the last call.
 func (b *ServiceStatusApplyConfiguration) WithOutdated(value bool) *ServiceStatusApplyConfiguration {
 	b.Outdated = &value
+	return b
+}
+
+// WithData sets the Data field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Data field is set to the value of the last call.
+func (b *ServiceStatusApplyConfiguration) WithData(value *ServiceDataApplyConfiguration) *ServiceStatusApplyConfiguration {
+	b.Data = value
 	return b
 }

@@ -1,0 +1,106 @@
+package v1alpha1
+
+import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+// DataAction is what a DataRequest does to the services' data.
+// +kubebuilder:validation:Enum=Reset;Checkpoint;Restore
+type DataAction string
+
+const (
+	// DataReset returns each service to its initial state: as its init scripts
+	// left it, or empty.
+	DataReset DataAction = "Reset"
+	// DataCheckpoint records each service's current data, replacing the last
+	// checkpoint. It lives in the service's container (on tmpfs, counted against
+	// its memory limit) and goes with it.
+	DataCheckpoint DataAction = "Checkpoint"
+	// DataRestore returns each service to its last checkpoint.
+	DataRestore DataAction = "Restore"
+)
+
+// DataRequest asks for one operation on the services' data. The controller does
+// it once per id on each service it names; writing a new id asks again. The
+// credentials, containers, hosts and ports stay as they are.
+type DataRequest struct {
+	// id names this request; write a new one (a counter, a timestamp) to ask
+	// again. A request replaced before it finished is not finished.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$')",message="data.id must be letters, digits, '-', '_' and '.', starting and ending with a letter or digit (e.g. reset-7)"
+	ID string `json:"id"`
+	// action is Reset, Checkpoint or Restore.
+	// +required
+	Action DataAction `json:"action"`
+	// services limits the request to these engines of spec.services (default: every service).
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=3
+	Services []Engine `json:"services,omitempty"`
+}
+
+// DataPhase is where a DataRequest stands.
+// +kubebuilder:validation:Enum=Running;Succeeded;Failed
+type DataPhase string
+
+const (
+	// DataRunning: some service named has not done it yet (the message says which and why).
+	DataRunning DataPhase = "Running"
+	// DataSucceeded: every service named did it.
+	DataSucceeded DataPhase = "Succeeded"
+	// DataFailed: every service named is done, and one or more failed (the
+	// message has the engine's words). A failed service keeps serving as it was.
+	DataFailed DataPhase = "Failed"
+)
+
+// DataRequestStatus is what became of spec.data.
+type DataRequestStatus struct {
+	// id and action are spec.data's.
+	ID     string     `json:"id"`
+	Action DataAction `json:"action"`
+	// observedGeneration is the Sandbox's generation this was last judged at.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// phase is Running, Succeeded or Failed.
+	Phase DataPhase `json:"phase"`
+	// message says what is awaited, or what failed, in the engine's words.
+	// +optional
+	Message string `json:"message,omitempty"`
+	// completionTime is when the last service named finished it.
+	// +optional
+	CompletionTime *metav1.Time `json:"completionTime,omitempty"`
+}
+
+// ServiceData is what was done to one service's data.
+type ServiceData struct {
+	// requestID is the id of the last spec.data request this service finished,
+	// done or failed.
+	// +optional
+	RequestID string `json:"requestID,omitempty"`
+	// error is why that request failed on this service, in the engine's words.
+	// +optional
+	Error string `json:"error,omitempty"`
+	// lastReset, lastCheckpoint and lastRestore are the last of each done.
+	// +optional
+	LastReset *DataOperation `json:"lastReset,omitempty"`
+	// +optional
+	LastCheckpoint *DataOperation `json:"lastCheckpoint,omitempty"`
+	// +optional
+	LastRestore *DataOperation `json:"lastRestore,omitempty"`
+}
+
+// DataOperation is one operation done on a service's data.
+type DataOperation struct {
+	// id is the request's.
+	ID string `json:"id"`
+	// generation is the Sandbox's generation it was done at.
+	Generation int64 `json:"generation"`
+	// time is when it was done.
+	Time metav1.Time `json:"time"`
+	// containerID is the container it was done in: a checkpoint lives there,
+	// and goes with it.
+	ContainerID string `json:"containerID"`
+	// durationMilliseconds is how long the engine took.
+	// +optional
+	DurationMilliseconds int64 `json:"durationMilliseconds,omitempty"`
+}

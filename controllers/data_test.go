@@ -1,0 +1,162 @@
+package controllers_test
+
+import (
+	"encoding/json"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
+	"github.com/roboco-sandbox/sandbox-controller/internal/engine"
+)
+
+// requestData writes spec.data as an orchestrator would: one merge patch.
+func requestData(sb *sandboxv1.Sandbox, id string, action sandboxv1.DataAction, services ...sandboxv1.Engine) {
+	body, err := json.Marshal(map[string]any{"spec": map[string]any{"data": sandboxv1.DataRequest{ID: id, Action: action, Services: services}}})
+	ExpectWithOffset(1, err).NotTo(HaveOccurred())
+	ExpectWithOffset(1, k8sClient.Patch(ctx, sb, client.RawPatch(types.MergePatchType, body))).To(Succeed())
+}
+
+// dataPhase is status.data's "id/phase", for readable matchers.
+func dataPhase(sb *sandboxv1.Sandbox) func() string {
+	return func() string {
+		got := &sandboxv1.Sandbox{}
+		if err := k8sClient.Get(ctx, client.ObjectKeyFromObject(sb), got); err != nil || got.Status.Data == nil {
+			return ""
+		}
+		return got.Status.Data.ID + "/" + string(got.Status.Data.Phase)
+	}
+}
+
+func serviceStatus(sb *sandboxv1.Sandbox, e sandboxv1.Engine) sandboxv1.ServiceStatus {
+	for _, s := range get(sb).Status.Services {
+		if s.Engine == e {
+			return s
+		}
+	}
+	Fail("no status for " + string(e))
+	return sandboxv1.ServiceStatus{}
+}
+
+// idsOf maps each service's engine to its container ID.
+func idsOf(sb *sandboxv1.Sandbox) map[sandboxv1.Engine]string {
+	out := map[sandboxv1.Engine]string{}
+	for _, s := range get(sb).Status.Services {
+		out[s.Engine] = s.ContainerID
+	}
+	return out
+}
+
+var _ = Describe("Reset, checkpoint and restore (spec.data)", func() {
+	var (
+		sim *engineSim
+		ns  string
+	)
+	BeforeEach(func() {
+		sim = newHost()
+		ns = newNamespace()
+		stop := startManager(sim, testOptions())
+		DeferCleanup(func() { stop() })
+	})
+
+	It("checkpoints, restores and resets in the same containers, the Secret's bytes unchanged", func() {
+		sb := newSandbox(ns, "loop", "data-loop", "postgres", "redis")
+		Expect(k8sClient.Create(ctx, sb)).To(Succeed())
+		waitReady(sb)
+		secret, ids := secretOf(sb), idsOf(sb)
+		for _, id := range ids {
+			sim.write(id, "migrated")
+		}
+
+		requestData(sb, "c1", sandboxv1.DataCheckpoint)
+		Eventually(dataPhase(sb)).Should(Equal("c1/Succeeded"))
+		Expect(condition(sb, sandboxv1.ConditionDataRequest)()).To(Equal("True/Succeeded"))
+		for e, id := range ids {
+			ckpt := serviceStatus(sb, e).Data.LastCheckpoint
+			Expect(ckpt).NotTo(BeNil(), "%s has no lastCheckpoint", e)
+			Expect(ckpt.ID).To(Equal("c1"))
+			Expect(ckpt.ContainerID).To(Equal(id))
+			Expect(ckpt.Generation).To(Equal(get(sb).Generation))
+			sim.write(id, "test data")
+		}
+
+		requestData(sb, "r1", sandboxv1.DataRestore)
+		Eventually(dataPhase(sb)).Should(Equal("r1/Succeeded"))
+		for _, id := range ids {
+			Expect(sim.holds(id)).To(Equal("migrated"))
+		}
+
+		requestData(sb, "z1", sandboxv1.DataReset)
+		Eventually(dataPhase(sb)).Should(Equal("z1/Succeeded"))
+		for e, id := range ids {
+			Expect(sim.holds(id)).To(BeEmpty(), "%s was not reset", e)
+			Expect(serviceStatus(sb, e).Data.LastReset.ID).To(Equal("z1"))
+			Expect(serviceStatus(sb, e).Data.LastRestore.ID).To(Equal("r1"))
+		}
+		Expect(secretOf(sb)).To(Equal(secret))
+		Expect(idsOf(sb)).To(Equal(ids))
+		Expect(condition(sb, sandboxv1.ConditionReady)()).To(Equal("True/Ready"))
+		Eventually(eventReasons(sb)).Should(ContainElements(sandboxv1.EventCheckpointed, sandboxv1.EventRestored, sandboxv1.EventDataReset))
+
+		By("doing each request once, whatever passes follow")
+		Expect(k8sClient.Patch(ctx, sb, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"poke":"1"}}}`)))).To(Succeed())
+		Consistently(func() int { return sim.opsRun(ids["postgres"], engine.OpReset) }, "1s").Should(Equal(1))
+	})
+
+	It("fails mongo's checkpoint at once, saying why, while postgres and redis checkpoint", func() {
+		sb := newSandbox(ns, "trio", "data-trio", "postgres", "redis", "mongo")
+		Expect(k8sClient.Create(ctx, sb)).To(Succeed())
+		waitReady(sb)
+		requestData(sb, "c1", sandboxv1.DataCheckpoint)
+		Eventually(dataPhase(sb)).Should(Equal("c1/Failed"))
+		Expect(serviceStatus(sb, "postgres").Data.LastCheckpoint.ID).To(Equal("c1"))
+		Expect(serviceStatus(sb, "redis").Data.LastCheckpoint.ID).To(Equal("c1"))
+		m := serviceStatus(sb, "mongo").Data
+		Expect(m.LastCheckpoint).To(BeNil())
+		Expect(m.Error).To(ContainSubstring("mongo cannot checkpoint or restore here"))
+		Expect(sim.opsRun(idsOf(sb)["mongo"], engine.OpCheckpoint)).To(BeZero(), "mongo's checkpoint was tried in its container")
+		c := conditionOf(sb, sandboxv1.ConditionDataRequest)
+		Expect(c.Reason).To(Equal(sandboxv1.ReasonDataFailed))
+		Expect(c.Message).To(ContainSubstring("reset works"))
+		Expect(condition(sb, sandboxv1.ConditionReady)()).To(Equal("True/Ready"))
+
+		By("resetting every engine, mongo too")
+		requestData(sb, "z1", sandboxv1.DataReset)
+		Eventually(dataPhase(sb)).Should(Equal("z1/Succeeded"))
+	})
+
+	It("reports the engine's words when a request fails, keeps serving, and takes the next id", func() {
+		sb := newSandbox(ns, "fails", "data-fails", "postgres", "redis")
+		Expect(k8sClient.Create(ctx, sb)).To(Succeed())
+		waitReady(sb)
+		requestData(sb, "r0", sandboxv1.DataRestore, "redis")
+		Eventually(dataPhase(sb)).Should(Equal("r0/Failed"))
+		Expect(get(sb).Status.Data.Message).To(ContainSubstring("no checkpoint in this container"))
+		Expect(serviceStatus(sb, "postgres").Data).To(BeNil(), "postgres was not named")
+
+		sim.failData(engine.OpCheckpoint, `ERROR:  could not write to file "base/16384/2608": No space left on device`)
+		requestData(sb, "c1", sandboxv1.DataCheckpoint)
+		Eventually(dataPhase(sb)).Should(Equal("c1/Failed"))
+		Expect(conditionOf(sb, sandboxv1.ConditionDataRequest).Message).To(ContainSubstring("No space left on device"))
+		Expect(condition(sb, sandboxv1.ConditionReady)()).To(Equal("True/Ready"))
+		Eventually(eventReasons(sb)).Should(ContainElement(sandboxv1.ReasonDataFailed))
+
+		sim.failData(engine.OpCheckpoint, "")
+		requestData(sb, "c2", sandboxv1.DataCheckpoint)
+		Eventually(dataPhase(sb)).Should(Equal("c2/Succeeded"))
+	})
+
+	It("refuses, at the API server, services the Sandbox does not run", func() {
+		sb := newSandbox(ns, "bad", "data-bad", "redis")
+		sb.Spec.Data = &sandboxv1.DataRequest{ID: "x", Action: sandboxv1.DataReset, Services: []sandboxv1.Engine{"postgres"}}
+		err := k8sClient.Create(ctx, sb)
+		Expect(err).To(HaveOccurred())
+		Expect(err.Error()).To(ContainSubstring("data.services must name engines of spec.services"))
+		sb.Spec.Data = &sandboxv1.DataRequest{ID: "-x", Action: sandboxv1.DataReset}
+		err = k8sClient.Create(ctx, sb)
+		Expect(err).To(HaveOccurred())
+		Expect(err.Error()).To(ContainSubstring("data.id must be letters, digits"))
+	})
+})

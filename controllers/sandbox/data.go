@@ -1,0 +1,131 @@
+package sandbox
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
+	"github.com/roboco-sandbox/sandbox-controller/internal/engine"
+	"github.com/roboco-sandbox/sandbox-controller/internal/host"
+	"github.com/roboco-sandbox/sandbox-controller/internal/kit"
+)
+
+// dataOps maps a request's action to the engine's operation and its event.
+var dataOps = map[sandboxv1.DataAction]struct {
+	op    engine.DataOp
+	event string
+}{
+	sandboxv1.DataReset:      {engine.OpReset, sandboxv1.EventDataReset},
+	sandboxv1.DataCheckpoint: {engine.OpCheckpoint, sandboxv1.EventCheckpointed},
+	sandboxv1.DataRestore:    {engine.OpRestore, sandboxv1.EventRestored},
+}
+
+// dataRequested is spec.data when it names this engine and the service has
+// not finished it yet.
+func dataRequested(sb *sandboxv1.Sandbox, e sandboxv1.Engine, done *sandboxv1.ServiceData) *sandboxv1.DataRequest {
+	req := sb.Spec.Data
+	if req == nil || len(req.Services) > 0 && !slices.Contains(req.Services, e) || done != nil && done.RequestID == req.ID {
+		return nil
+	}
+	return req
+}
+
+// serviceData carries what earlier requests did to the service's data, and
+// does spec.data's request once the service answers: in its container, as a
+// step of this pass. A failure is recorded, in the engine's words, and is
+// not retried: the request is finished, the service serves as before.
+func (r *Reconciler) serviceData(ctx context.Context, w serviceWork, res serviceResult) serviceResult {
+	if res.status.Data == nil && w.prev.Data != nil && res.status.Engine == w.prev.Engine {
+		res.status.Data = w.prev.Data.DeepCopy()
+	}
+	req := dataRequested(w.sb, res.status.Engine, res.status.Data)
+	if req == nil || !res.status.Ready {
+		return res
+	}
+	op := dataOps[req.Action]
+	failed, took := "", time.Duration(0)
+	if ok, why := engine.Snapshots(w.svc.Engine); !ok && op.op != engine.OpReset {
+		failed = why
+	} else if c, err := r.Host.Inspect(ctx, res.status.ContainerID); err != nil {
+		return res.dockerFailed(ctx, err, "inspecting "+w.svc.Container.Name+" for spec.data")
+	} else {
+		failed, took = r.Host.Data(ctx, w.svc, c, host.Address(c, w.svc.Network), op.op, req.ID)
+	}
+	data := res.status.Data
+	if data == nil {
+		data = &sandboxv1.ServiceData{}
+	}
+	data.RequestID, data.Error = req.ID, failed
+	res.status.Data = data
+	name := w.svc.Engine.Name()
+	if failed != "" {
+		res.warn(sandboxv1.ReasonDataFailed, fmt.Sprintf("%s: %s %s failed: %s; the service serves as before", name, req.Action, req.ID, failed))
+		return res
+	}
+	done := &sandboxv1.DataOperation{ID: req.ID, Generation: w.sb.Generation, Time: metav1.Now(),
+		ContainerID: res.status.ContainerID, DurationMilliseconds: took.Milliseconds()}
+	switch req.Action {
+	case sandboxv1.DataReset:
+		data.LastReset = done
+	case sandboxv1.DataCheckpoint:
+		data.LastCheckpoint = done
+	case sandboxv1.DataRestore:
+		data.LastRestore = done
+	}
+	res.event(op.event, fmt.Sprintf("%s: %s %s done in %s on container %s", name, req.Action, req.ID, took.Round(time.Millisecond), w.svc.Container.Name))
+	return res
+}
+
+// summarizeData reports spec.data's request in status.data and the
+// DataRequest condition, from what each service it names has finished.
+func summarizeData(sb *sandboxv1.Sandbox) {
+	req := sb.Spec.Data
+	if req == nil {
+		sb.Status.Data = nil
+		meta.RemoveStatusCondition(&sb.Status.Conditions, sandboxv1.ConditionDataRequest)
+		return
+	}
+	var waiting, failed []string
+	for _, s := range sb.Status.Services {
+		switch {
+		case len(req.Services) > 0 && !slices.Contains(req.Services, s.Engine):
+		case s.Data == nil || s.Data.RequestID != req.ID:
+			why := "not ready"
+			if s.Ready {
+				why = "next"
+			}
+			waiting = append(waiting, fmt.Sprintf("%s (%s)", s.Engine, why))
+		case s.Data.Error != "":
+			failed = append(failed, s.Data.Error)
+		}
+	}
+	st := &sandboxv1.DataRequestStatus{ID: req.ID, Action: req.Action, ObservedGeneration: sb.Generation}
+	if prev := sb.Status.Data; prev != nil && prev.ID == req.ID && prev.Action == req.Action && prev.CompletionTime != nil {
+		st.CompletionTime = prev.CompletionTime
+	}
+	switch {
+	case len(waiting) > 0:
+		st.Phase, st.Message, st.CompletionTime = sandboxv1.DataRunning, "waiting for "+strings.Join(waiting, ", "), nil
+		kit.SetCondition(sb, sandboxv1.ConditionDataRequest, metav1.ConditionFalse, sandboxv1.ReasonDataInProgress,
+			fmt.Sprintf("%s %s: %s", req.Action, req.ID, st.Message))
+	case len(failed) > 0:
+		st.Phase, st.Message = sandboxv1.DataFailed, strings.Join(failed, "; ")
+		kit.SetCondition(sb, sandboxv1.ConditionDataRequest, metav1.ConditionFalse, sandboxv1.ReasonDataFailed,
+			fmt.Sprintf("%s %s failed: %s", req.Action, req.ID, st.Message))
+	default:
+		st.Phase, st.Message = sandboxv1.DataSucceeded, ""
+		kit.SetCondition(sb, sandboxv1.ConditionDataRequest, metav1.ConditionTrue, sandboxv1.ReasonDataSucceeded,
+			fmt.Sprintf("%s %s done", req.Action, req.ID))
+	}
+	if st.Phase != sandboxv1.DataRunning && st.CompletionTime == nil {
+		now := metav1.Now()
+		st.CompletionTime = &now
+	}
+	sb.Status.Data = st
+}

@@ -1,0 +1,109 @@
+package engine
+
+import (
+	"maps"
+	"strconv"
+	"time"
+)
+
+// DataOp is one operation on a service's data, run inside its container.
+type DataOp string
+
+const (
+	// OpReset returns the data to its initial snapshot, else to empty (a
+	// snapshotless engine empties it and runs the init scripts again).
+	OpReset DataOp = "reset"
+	// OpCheckpoint records the current data, replacing the last checkpoint.
+	OpCheckpoint DataOp = "checkpoint"
+	// OpRestore returns the data to the last checkpoint.
+	OpRestore DataOp = "restore"
+	// OpInitial records the initial snapshot, once per container: the state a
+	// reset returns to, taken when the service first answers with its init
+	// scripts run and its features active.
+	OpInitial DataOp = "initial"
+)
+
+// DataRunner is how an engine works on its data inside its container.
+type DataRunner struct {
+	// Ops is a sh program that does $OP and exits 0,
+	// or prints why not (the engine's words) on stderr and exits non-zero. It
+	// runs with ADDR and PORT set, after dataPrelude (fits, the lock).
+	Ops string
+	// Env carries the password, never the command line.
+	Env map[string]string
+	// NoSnapshots, when set, says why this engine or image cannot checkpoint or
+	// restore: such requests fail at once, and a reset empties the data and runs
+	// the init scripts again.
+	NoSnapshots string
+}
+
+// DataDone is what a data step prints last when it did its operation.
+const DataDone = "sandbox-data-done"
+
+// dataPrelude runs before every engine's Ops: one operation at a time in a
+// container, even across a manager that restarted while its exec went on
+// (its next attempt waits, then passes: each request id is done once per
+// container, which a status lost with its object cannot repeat);
+// room and fits refuse an operation that would take the container past 90%
+// of its memory limit (the data lives on tmpfs, charged to the container),
+// measured as docker stats does (usage less inactive file cache).
+const dataPrelude = `set -u
+OP=$1
+shift
+exec 9>/tmp/sandbox-data.lock
+flock 9
+[ -e "/tmp/sandbox-data/$SANDBOX_DATA_ID" ] && { echo ` + DataDone + `; exit 0; }
+mib() { echo $(( ($1 + 1048575) / 1048576 )); }
+# room UNLIMITED sets ROOM, the bytes the container may still take before 90%
+# of its memory limit (UNLIMITED when it has none), and MEM, that in words.
+room() {
+	if [ -r /sys/fs/cgroup/memory.max ]; then
+		lim=$(cat /sys/fs/cgroup/memory.max) use=$(cat /sys/fs/cgroup/memory.current) stat=/sys/fs/cgroup/memory.stat key=inactive_file
+	else
+		lim=$(cat /sys/fs/cgroup/memory/memory.limit_in_bytes) use=$(cat /sys/fs/cgroup/memory/memory.usage_in_bytes) stat=/sys/fs/cgroup/memory/memory.stat key=total_inactive_file
+	fi
+	while read -r k v; do [ "$k" = "$key" ] && use=$((use - v)); done < "$stat"
+	ROOM=$1 MEM="the container has no memory limit"
+	[ "$lim" = max ] || [ "$lim" -ge "$1" ] && return 0
+	ROOM=$((lim - lim / 10 - use))
+	MEM="the container uses $(mib "$use") MiB of its $(mib "$lim") MiB limit and keeps 10% free (its data lives on tmpfs); raise the service's resources.memory"
+}
+# fits BYTES WHAT exits 3 when BYTES more would not fit.
+fits() {
+	room "$(($1 + 1))"
+	[ "$1" -le "$ROOM" ] && return 0
+	echo "$2 needs $(mib "$1") MiB of memory: $MEM" >&2
+	exit 3
+}
+`
+
+// DataStep is the step that does op, for the request id, on e's data at addr. files are the
+// service's init scripts (keys under InitDir), run again by a snapshotless
+// engine's reset, each within perScript.
+func DataStep(e Engine, op DataOp, id, password, addr string, files []string, perScript time.Duration) Step {
+	d := e.Data(password, addr)
+	env := maps.Clone(d.Env)
+	env["ADDR"], env["PORT"], env["SANDBOX_DATA_ID"] = addr, strconv.Itoa(e.Port()), string(op)+"-"+id
+	script := dataPrelude + d.Ops
+	timeout := 2 * time.Minute
+	if d.NoSnapshots != "" && op == OpReset && len(files) > 0 {
+		r := e.Init(password, addr)
+		maps.Copy(env, r.Env)
+		env["RUN_ONE"], env["T"] = r.RunOne, strconv.Itoa(max(1, int(perScript.Seconds())))
+		script += "\n" + runScripts + "\nrun_scripts \"$@\" >&2 || exit 1"
+		timeout += time.Duration(len(files)) * perScript
+	}
+	script += "\nmkdir -p /tmp/sandbox-data && : > \"/tmp/sandbox-data/$SANDBOX_DATA_ID\"\necho " + DataDone
+	return Step{
+		Argv:    append([]string{"sh", "-c", script, "data", string(op)}, files...),
+		Env:     env,
+		Timeout: timeout,
+		Expect:  DataDone,
+	}
+}
+
+// Snapshots says whether e can checkpoint and restore, and why not.
+func Snapshots(e Engine) (ok bool, why string) {
+	why = e.Data("", "").NoSnapshots
+	return why == "", why
+}
