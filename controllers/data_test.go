@@ -14,7 +14,9 @@ import (
 
 // requestData writes spec.data as an orchestrator would: one merge patch.
 func requestData(sb *sandboxv1.Sandbox, id string, action sandboxv1.DataAction, services ...sandboxv1.Engine) {
-	body, err := json.Marshal(map[string]any{"spec": map[string]any{"data": sandboxv1.DataRequest{ID: id, Action: action, Services: services}}})
+	// Note: a merge patch keeps the fields it leaves out: services is null, not absent, to mean all.
+	data := map[string]any{"id": id, "action": action, "services": services}
+	body, err := json.Marshal(map[string]any{"spec": map[string]any{"data": data}})
 	ExpectWithOffset(1, err).NotTo(HaveOccurred())
 	ExpectWithOffset(1, k8sClient.Patch(ctx, sb, client.RawPatch(types.MergePatchType, body))).To(Succeed())
 }

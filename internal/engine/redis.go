@@ -39,6 +39,10 @@ func (redis) Features() []string           { return []string{"search", "json", "
 func (redis) ProbeDeadline() time.Duration { return 15 * time.Second }
 func (redis) PasswordKey() string          { return sandboxv1.RedisPasswordKey }
 
+// redisLocalOnly lets local connections (the controller's execs, see Data)
+// use DEBUG RELOAD and set dbfilename; clients on the network cannot.
+const redisLocalOnly = "enable-debug-command local\nenable-protected-configs local\n"
+
 // redisConfig holds requirepass; a first argument ending in .conf is how the
 // upstream image takes a configuration file.
 const redisConfig = SecretsDir + "redis.conf"
@@ -57,7 +61,7 @@ func (r redis) Container(password string, features []string) Container {
 	return Container{
 		Cmd:     cmd,
 		Tmpfs:   r.Tmpfs(),
-		Secrets: map[string]string{redisConfig: "requirepass " + redisConfigValue(password) + "\nenable-debug-command local\n"},
+		Secrets: map[string]string{redisConfig: "requirepass " + redisConfigValue(password) + "\n" + redisLocalOnly},
 		CapAdd:  slices.Clone(dropToUserCaps),
 	}
 }

@@ -1,41 +1,37 @@
 package engine
 
-// Redis keeps its snapshots as RDB files beside its dump file (on tmpfs): a
-// checkpoint is SAVE, then a hard link to the dump it wrote (no copy; Redis
-// replaces its dump by a rename, never in place). A restore links the snapshot
-// as the dump and runs DEBUG RELOAD NOSAVE, which swaps the whole dataset in
-// Redis' one thread: clients keep their connections and never see a part. The
-// container enables DEBUG for local connections only (enable-debug-command
-// local), so redis-cli talks to 127.0.0.1; an agent on the network cannot.
-// Note: the dataset is what moves; functions, ACL users and CONFIG SET
-// settings are not part of it.
-const redisData = `R() { redis-cli --no-auth-warning --raw -h 127.0.0.1 -p "$PORT" "$@"; }
-ok() {
-	out=$(R "$@" 2>&1)
-	[ "$out" = OK ] && return 0
-	echo "redis $*: $out" >&2
-	exit 1
-}
-get() { R CONFIG GET "$1" | sed -n 2p; }
-dir=$(get dir) db=$(get dbfilename)
-[ -n "$dir" ] && [ -n "$db" ] || { echo "redis: CONFIG GET dir and dbfilename failed: $(R PING 2>&1)" >&2; exit 1; }
-# save NAME: the current dataset becomes snapshot NAME.
+// Redis keeps its snapshots as RDB files beside its dump file (on tmpfs),
+// written and read by the server itself (the exec's root has no right to
+// its files: the container drops DAC_OVERRIDE and FOWNER). A checkpoint points
+// dbfilename at the snapshot, SAVEs (Redis writes a temporary file and renames
+// it: a snapshot is whole or the earlier one) and points it back. A restore is
+// one MULTI: dbfilename at the snapshot, DEBUG RELOAD NOSAVE (the whole
+// dataset swapped in Redis' one thread: clients keep their connections and
+// never see a part), dbfilename back. The container allows DEBUG and the
+// protected configs (dbfilename) to local connections only, so redis-cli
+// talks to 127.0.0.1; an agent on the network cannot. Note: the dataset is
+// what moves; functions, ACL users and CONFIG SET settings are not part of it.
+const redisData = `R() { redis-cli --no-auth-warning -h 127.0.0.1 -p "$PORT" "$@"; }
+db=$(R --raw CONFIG GET dbfilename | sed -n 2p) dir=$(R --raw CONFIG GET dir | sed -n 2p)
+[ -n "$db" ] && [ -n "$dir" ] || { echo "redis: CONFIG GET dbfilename and dir failed: $(R PING 2>&1)" >&2; exit 1; }
+case $db in sandbox-*) db=dump.rdb ;; esac # an earlier run cut short between its CONFIG SETs
+fail() { R CONFIG SET dbfilename "$db" >/dev/null 2>&1; echo "redis $1" >&2; exit 1; }
+# save NAME WHAT: the current dataset becomes snapshot NAME.
 save() {
-	fits "$(R INFO memory | sed -n 's/^used_memory_dataset:\([0-9]*\).*/\1/p')" "$2"
+	fits "$(R --raw INFO memory | sed -n 's/^used_memory_dataset:\([0-9]*\).*/\1/p')" "$2"
+	out=$(R CONFIG SET dbfilename "sandbox-$1.rdb" 2>&1) && [ "$out" = OK ] || fail "CONFIG SET dbfilename: $out"
 	n=0
 	while out=$(R SAVE 2>&1); [ "$out" != OK ]; do
 		n=$((n + 1))
-		case $out in *"in progress"*) [ $n -lt 100 ] && { sleep 0.05; continue; } ;; esac
-		echo "redis SAVE: $out" >&2; exit 1
+		case $out in *"in progress"*) [ $n -lt 200 ] && { sleep 0.05; continue; } ;; esac
+		fail "SAVE: $out"
 	done
-	[ "$dir/$db" -ef "$dir/sandbox-$1.rdb" ] ||
-		{ rm -f "$dir/.sandbox-$1.tmp" && ln "$dir/$db" "$dir/.sandbox-$1.tmp" && mv -f "$dir/.sandbox-$1.tmp" "$dir/sandbox-$1.rdb"; } || exit 1
+	out=$(R CONFIG SET dbfilename "$db" 2>&1) && [ "$out" = OK ] || fail "CONFIG SET dbfilename: $out"
 }
-# load NAME: snapshot NAME becomes the dataset.
+# load NAME: snapshot NAME becomes the dataset, in one transaction.
 load() {
-	[ "$dir/$db" -ef "$dir/sandbox-$1.rdb" ] ||
-		{ rm -f "$dir/.sandbox-load.tmp" && ln "$dir/sandbox-$1.rdb" "$dir/.sandbox-load.tmp" && mv -f "$dir/.sandbox-load.tmp" "$dir/$db"; } || exit 1
-	ok DEBUG RELOAD NOSAVE
+	out=$(printf 'MULTI\nCONFIG SET dbfilename sandbox-%s.rdb\nDEBUG RELOAD NOSAVE\nCONFIG SET dbfilename %s\nEXEC\n' "$1" "$db" | R 2>&1)
+	[ "$(printf '%s\n' "$out" | grep -c '^OK$')" = 4 ] || fail "DEBUG RELOAD NOSAVE: $(printf '%s\n' "$out" | grep -v -e '^OK$' -e '^QUEUED$' | head -n1)"
 }
 case $OP in
 checkpoint) save checkpoint "a checkpoint" ;;
@@ -44,7 +40,11 @@ restore)
 	[ -e "$dir/sandbox-checkpoint.rdb" ] || { echo "no checkpoint in this container: take one first (a checkpoint lives in its container, and goes with it)" >&2; exit 1; }
 	load checkpoint ;;
 reset)
-	if [ -e "$dir/sandbox-initial.rdb" ]; then load initial; else ok FLUSHALL; fi ;;
+	if [ -e "$dir/sandbox-initial.rdb" ]; then
+		load initial
+	else
+		out=$(R FLUSHALL 2>&1) && [ "$out" = OK ] || fail "FLUSHALL: $out"
+	fi ;;
 *) echo "unknown operation $OP" >&2; exit 1 ;;
 esac`
 
