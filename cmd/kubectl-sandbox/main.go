@@ -1,6 +1,7 @@
 // Command kubectl-sandbox is a kubectl plugin for Sandboxes: `kubectl sandbox
-// get|list|describe|wait|env`. It follows kubectl's conventions (cli-runtime's
-// kubeconfig flags, -n/--namespace, -o for machine output).
+// get|list|describe|wait|env|reset|checkpoint|restore`. It follows kubectl's
+// conventions (cli-runtime's kubeconfig flags, -n/--namespace, -o for machine
+// output).
 //
 //	go install ./cmd/kubectl-sandbox   # from a checkout; then: kubectl sandbox --help
 package main
@@ -72,11 +73,15 @@ func newRoot(streams genericiooptions.IOStreams) *cobra.Command {
 		Use:   "kubectl-sandbox",
 		Short: "Work with Sandboxes: throwaway Postgres, Redis and Mongo for AI agents",
 		Long: `kubectl sandbox shows Sandboxes with the state of each service, waits for them,
-and prints their credentials for a shell or a .env file.`,
+prints their credentials for a shell or a .env file, and resets, checkpoints
+and restores their data (reset|checkpoint|restore NAME [--service ENGINE]...).`,
 		SilenceUsage: true,
 	}
 	c.flags.AddFlags(root.PersistentFlags())
 	root.AddCommand(newGet(c, streams, "get"), newGet(c, streams, "list"), newDescribe(c, streams),
 		newWait(c, streams), newEnv(c, streams))
+	for _, v := range dataVerbs {
+		root.AddCommand(newData(c, streams, v))
+	}
 	return root
 }
