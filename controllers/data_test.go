@@ -2,6 +2,7 @@ package controllers_test
 
 import (
 	"encoding/json"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -9,6 +10,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
+	dd "github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver"
+	"github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver/fake"
 	"github.com/roboco-sandbox/sandbox-controller/internal/engine"
 )
 
@@ -148,6 +151,20 @@ var _ = Describe("Reset, checkpoint and restore (spec.data)", func() {
 		sim.failData(engine.OpCheckpoint, "")
 		requestData(sb, "c2", sandboxv1.DataCheckpoint)
 		Eventually(dataPhase(sb)).Should(Equal("c2/Succeeded"))
+	})
+
+	It("tries again when Docker fails the step, without recording the request as failed", func() {
+		sb := newSandbox(ns, "flaky", "data-flaky", "redis")
+		Expect(k8sClient.Create(ctx, sb)).To(Succeed())
+		waitReady(sb)
+		id := idsOf(sb)["redis"]
+		sim.write(id, "written")
+		clear := sim.Inject(fake.Fault{Verb: fake.VerbExec, Ref: id, Err: dd.ErrUnavailable, Times: 2})
+		DeferCleanup(clear)
+		requestData(sb, "z1", sandboxv1.DataReset)
+		Eventually(dataPhase(sb), 30*time.Second).Should(Equal("z1/Succeeded"))
+		Expect(sim.holds(id)).To(BeEmpty())
+		Expect(serviceStatus(sb, "redis").Data.Error).To(BeEmpty())
 	})
 
 	It("refuses, at the API server, services the Sandbox does not run", func() {

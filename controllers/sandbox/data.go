@@ -54,8 +54,8 @@ func (r *Reconciler) serviceData(ctx context.Context, w serviceWork, res service
 		failed = why
 	} else if c, err := r.Host.Inspect(ctx, res.status.ContainerID); err != nil {
 		return res.dockerFailed(ctx, err, "inspecting "+w.svc.Container.Name+" for spec.data")
-	} else {
-		failed, took = r.Host.Data(ctx, w.svc, c, host.Address(c, w.svc.Network), op.op, req.ID)
+	} else if failed, took, err = r.Host.Data(ctx, w.svc, c, host.Address(c, w.svc.Network), op.op, req.ID); err != nil {
+		return res.dockerFailed(ctx, err, fmt.Sprintf("%s %s for spec.data", req.Action, w.svc.Container.Name))
 	}
 	data := res.status.Data
 	if data == nil {
