@@ -82,7 +82,7 @@ images: docker ## Build the engine images (postgres, redis, mongo stand-in) and 
 
 # The chaos suite's short run inside `make test`, and its long run (`make chaos`).
 CHAOS_SHORT_CYCLES ?= 10
-CHAOS_CYCLES ?= 120
+CHAOS_CYCLES ?= 130
 CHAOS_OUTAGE ?= 4m
 
 .PHONY: test
@@ -95,7 +95,7 @@ test: verify-generated verify-tidy vet lint images ## Run every test suite (buil
 	CHAOS_CYCLES=$(CHAOS_SHORT_CYCLES) KUBEBUILDER_ASSETS="$$(hack/build-envtest.sh)" go test $(GO_TEST_FLAGS) ./...
 
 .PHONY: chaos
-chaos: images ## The long chaos run (CHAOS_CYCLES=120 fault cycles: each of the 12 kinds at least 10 times; CHAOS_SEED=n replays one), the planted bugs it must catch, and idle Sandboxes through a CHAOS_OUTAGE=4m daemon outage.
+chaos: images ## The long chaos run (CHAOS_CYCLES=130 fault cycles: each of the 13 kinds at least 10 times; CHAOS_SEED=n replays one), the planted bugs it must catch, and idle Sandboxes through a CHAOS_OUTAGE=4m daemon outage.
 	hack/ensure-iproute2.sh
 	CHAOS_CYCLES=$(CHAOS_CYCLES) CHAOS_OUTAGE=$(CHAOS_OUTAGE) CHAOS_PLANTED=1 KUBEBUILDER_ASSETS="$$(hack/build-envtest.sh)" go test -count=1 -timeout 600m -v -run 'TestChaos' ./test/chaos/
 

@@ -6,7 +6,7 @@
 // proven Docker host, another host behind the manager's socket. After each fault
 // it checks the invariants (invariants_test.go).
 //
-//	CHAOS_CYCLES=120 go test ./test/chaos -run TestChaos$ -v   # make chaos
+//	CHAOS_CYCLES=130 go test ./test/chaos -run TestChaos$ -v   # make chaos
 //	CHAOS_PLANTED=1 go test ./test/chaos -run TestChaosPlanted  # make chaos-planted
 //
 // CHAOS_SEED replays a run's choices (the seed is printed first); timing is the

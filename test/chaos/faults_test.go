@@ -35,7 +35,7 @@ const (
 // manager binds Sandboxes to a proven Docker host (status.dockerHost).
 func allFaults() []string {
 	kinds := []string{faultManagerKill, faultDockerd, faultStall, faultDrop, faultAPIServer, faultSecret, faultContainer,
-		faultUpdate, faultForge, faultEndpoint, faultLease}
+		faultUpdate, faultForge, faultEndpoint, faultLease, faultDataCut}
 	if hostIdentitySupported() {
 		kinds = append(kinds, faultHostSwap)
 	}
@@ -108,6 +108,8 @@ func (r *run) inject(ctx context.Context, c *cycle) error {
 		return r.switchEndpoint(ctx, c, between(rnd, 10*time.Second, 25*time.Second))
 	case faultLease:
 		return r.handLease(ctx, c)
+	case faultDataCut:
+		return r.cutData(ctx, c, rnd)
 	default:
 		return fmt.Errorf("no fault %q", c.fault)
 	}

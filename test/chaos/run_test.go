@@ -74,6 +74,8 @@ type cycle struct {
 	start  time.Time
 	// deletes is the workload's answered deletes when the cycle began.
 	deletes int
+	// data is the reset or restore the cycle cut short (data-cut).
+	data *dataCut
 }
 
 type stats struct {
@@ -182,6 +184,7 @@ func (r *run) check(ctx context.Context, c *cycle) {
 	}
 	r.checkServices(ctx, c, st.containers)
 	r.checkData(ctx, c, st.containers)
+	r.checkDataCut(ctx, c)
 	r.checkPasswords(ctx, c)
 	r.checkHotLoop(c)
 	for _, m := range r.mgrs {

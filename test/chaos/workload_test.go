@@ -189,6 +189,16 @@ func (w *workload) remove(ctx context.Context) {
 }
 
 // records returns the live records, sorted by name.
+// record is the live record of the Sandbox name (nil when none).
+func (w *workload) record(name string) *record {
+	for _, rec := range w.records() {
+		if rec.name == name {
+			return rec
+		}
+	}
+	return nil
+}
+
 func (w *workload) records() []*record {
 	w.mu.Lock()
 	defer w.mu.Unlock()

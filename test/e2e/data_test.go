@@ -158,3 +158,34 @@ spec:
 		t.Errorf("redis holds %s keys after the refused checkpoint; want 300000", got)
 	}
 }
+
+// TestDataPoolReset: a Sandbox served by seeded pools resets to the pools'
+// seeded state (the snapshot each member took when its pool seeded it), with
+// its claimed members kept.
+func TestDataPoolReset(t *testing.T) {
+	startManager(t)
+	ns := newNamespace(t, "data-pool")
+	applyYAML(t, ns, seedConfigMap("seed", goodSchema))
+	for _, e := range []string{"postgres", "redis"} {
+		applyYAML(t, ns, fmt.Sprintf("apiVersion: sandbox.roboco.io/v1alpha1\nkind: SandboxPool\nmetadata: {name: %s}\nspec:\n  replicas: 1\n  service: {engine: %s, init: {configMapRef: {name: seed}}}\n", e, e))
+		kubectl(t, "wait", "-n", ns, "--for=condition=Ready", "sandboxpool/"+e, "--timeout=180s")
+	}
+	startOwner(t, "roboco-agent-pooled-1")
+	applyYAML(t, ns, sandboxWithInit("pooled", "pooled-1", "seed", "postgres", "redis"))
+	kubectl(t, "wait", "-n", ns, "--for=condition=Ready", "sandbox/pooled", "--timeout=180s")
+	claims := sandboxField(t, ns, "pooled", `{.status.claims.postgres.containerID} {.status.claims.redis.containerID}`)
+	if strings.Contains(" "+claims+" ", "  ") {
+		t.Fatalf("the Sandbox was not served by both pools: status.claims %s", sandboxField(t, ns, "pooled", `{.status.claims}`))
+	}
+	s := secretData(t, ns, "pooled-sandbox")
+	clientRun(t, "postgres", s["ROBOCO_TEST_DB_URL"], `psql "$URL" -X -q -c "INSERT INTO items VALUES (3, 'c')"`, "")
+	clientRun(t, "redis", s["ROBOCO_TEST_REDIS_URL"], `redis-cli --no-auth-warning -u "$URL" SET greeting changed`, "")
+	requestData(t, ns, "pooled", "z1", "Reset")
+	if phase := dataDone(t, ns, "pooled", "z1"); phase != "Succeeded" {
+		t.Fatalf("reset: %s: %s", phase, sandboxField(t, ns, "pooled", "{.status.data.message}"))
+	}
+	seededData(t, ns, "pooled", "postgres", "redis")
+	if got := sandboxField(t, ns, "pooled", `{.status.claims.postgres.containerID} {.status.claims.redis.containerID}`); got != claims {
+		t.Errorf("the claimed members changed: %s → %s", claims, got)
+	}
+}
