@@ -3,8 +3,8 @@ package chaos
 import (
 	"cmp"
 	"context"
-	"errors"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"strings"
