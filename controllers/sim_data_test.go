@@ -75,7 +75,7 @@ func (s *engineSim) dataOp(c dd.Container, env map[string]string, spec dd.ExecSp
 	if want == "" || got != want {
 		return denied
 	}
-	op := spec.Cmd[4]
+	op := spec.Env["SANDBOX_DATA_OP"]
 	mongo := env["MONGO_INITDB_ROOT_PASSWORD_FILE"] != ""
 	s.data.mu.Lock()
 	defer s.data.mu.Unlock()

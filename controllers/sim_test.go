@@ -123,7 +123,7 @@ func (s *engineSim) Exec(ctx context.Context, id string, spec dd.ExecSpec) (dd.E
 		if len(spec.Cmd) > 3 && spec.Cmd[3] == "rotate" {
 			return s.rotate(c, env, spec), nil
 		}
-		if len(spec.Cmd) > 4 && spec.Cmd[3] == "data" {
+		if len(spec.Cmd) > 3 && spec.Cmd[3] == "data" {
 			return s.dataOp(c, env, spec), nil
 		}
 	case "psql":

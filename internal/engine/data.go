@@ -48,58 +48,67 @@ const DataDone = "sandbox-data-done"
 // of its memory limit (the data lives on tmpfs, charged to the container),
 // measured as docker stats does (usage less inactive file cache).
 const dataPrelude = `set -u
-OP=$1
-shift
+OP=$SANDBOX_DATA_OP
 exec 9>/tmp/sandbox-data.lock
 flock 9
-[ -e "/tmp/sandbox-data/$SANDBOX_DATA_ID" ] && { echo ` + DataDone + `; exit 0; }
-mib() { echo $(( ($1 + 1048575) / 1048576 )); }
-# room UNLIMITED sets ROOM, the bytes the container may still take before 90%
-# of its memory limit (UNLIMITED when it has none), and MEM, that in words.
+[ -e "/tmp/.sandbox-data-$SANDBOX_DATA_ID" ] && { echo ` + DataDone + `; exit 0; }
+# room sets ROOM, the bytes the container may still take before 90% of its
+# memory limit, and MEM, that in words. Builtins only: a fork in a busy
+# container costs milliseconds.
 room() {
 	if [ -r /sys/fs/cgroup/memory.max ]; then
-		lim=$(cat /sys/fs/cgroup/memory.max) use=$(cat /sys/fs/cgroup/memory.current) stat=/sys/fs/cgroup/memory.stat key=inactive_file
+		read -r lim < /sys/fs/cgroup/memory.max; read -r use < /sys/fs/cgroup/memory.current
+		stat=/sys/fs/cgroup/memory.stat key=inactive_file
 	else
-		lim=$(cat /sys/fs/cgroup/memory/memory.limit_in_bytes) use=$(cat /sys/fs/cgroup/memory/memory.usage_in_bytes) stat=/sys/fs/cgroup/memory/memory.stat key=total_inactive_file
+		read -r lim < /sys/fs/cgroup/memory/memory.limit_in_bytes; read -r use < /sys/fs/cgroup/memory/memory.usage_in_bytes
+		stat=/sys/fs/cgroup/memory/memory.stat key=total_inactive_file
 	fi
 	while read -r k v; do [ "$k" = "$key" ] && use=$((use - v)); done < "$stat"
-	ROOM=$1 MEM="the container has no memory limit"
-	[ "$lim" = max ] || [ "$lim" -ge "$1" ] && return 0
+	ROOM=$((1 << 62)) MEM="the container has no memory limit"
+	[ "$lim" = max ] || [ "$lim" -ge $((1 << 62)) ] && return 0
 	ROOM=$((lim - lim / 10 - use))
-	MEM="the container uses $(mib "$use") MiB of its $(mib "$lim") MiB limit and keeps 10% free (its data lives on tmpfs); raise the service's resources.memory"
+	MEM="the container uses $(((use + 1048575) / 1048576)) MiB of its $(((lim + 1048575) / 1048576)) MiB limit and keeps 10% free (its data lives on tmpfs); raise the service's resources.memory"
 }
 # fits BYTES WHAT exits 3 when BYTES more would not fit.
 fits() {
-	room $((1 << 62))
+	room
 	[ "$1" -le "$ROOM" ] && return 0
-	echo "$2 needs $(mib "$1") MiB of memory: $MEM" >&2
+	echo "$2 needs $((($1 + 1048575) / 1048576)) MiB of memory: $MEM" >&2
 	exit 3
 }
 `
 
-// DataStep is the step that does op, for the request id, on e's data at addr. files are the
-// service's init scripts (keys under InitDir), run again by a snapshotless
-// engine's reset, each within perScript.
-func DataStep(e Engine, op DataOp, id, password, addr string, files []string, perScript time.Duration) Step {
+// DataStep is the step that does e's data operations at addr; DataEnv adds
+// which one, for which request, when it runs (so it can be prepared ahead,
+// dockerdriver.PrepareExec). files are the service's init scripts (keys
+// under InitDir), run again by a snapshotless engine's reset, each within
+// perScript.
+func DataStep(e Engine, password, addr string, files []string, perScript time.Duration) Step {
 	d := e.Data(password, addr)
 	env := maps.Clone(d.Env)
-	env["ADDR"], env["PORT"], env["SANDBOX_DATA_ID"] = addr, strconv.Itoa(e.Port()), string(op)+"-"+id
+	env["ADDR"], env["PORT"] = addr, strconv.Itoa(e.Port())
 	script := dataPrelude + d.Ops
 	timeout := 2 * time.Minute
-	if d.NoSnapshots != "" && op == OpReset && len(files) > 0 {
+	if d.NoSnapshots != "" && len(files) > 0 {
 		r := e.Init(password, addr)
 		maps.Copy(env, r.Env)
 		env["RUN_ONE"], env["T"] = r.RunOne, strconv.Itoa(max(1, int(perScript.Seconds())))
-		script += "\n" + runScripts + "\nrun_scripts \"$@\" >&2 || exit 1"
+		script += "\n" + runScripts + "\n[ \"$OP\" = reset ] && { run_scripts \"$@\" >&2 || exit 1; }"
 		timeout += time.Duration(len(files)) * perScript
 	}
-	script += "\nmkdir -p /tmp/sandbox-data && : > \"/tmp/sandbox-data/$SANDBOX_DATA_ID\"\necho " + DataDone
+	script += "\n: > \"/tmp/.sandbox-data-$SANDBOX_DATA_ID\"\necho " + DataDone
 	return Step{
-		Argv:    append([]string{"sh", "-c", script, "data", string(op)}, files...),
+		Argv:    append([]string{"sh", "-c", script, "data"}, files...),
 		Env:     env,
 		Timeout: timeout,
 		Expect:  DataDone,
 	}
+}
+
+// DataEnv is what a DataStep run needs besides its own environment: the
+// operation, and the request id it is done once for (per container).
+func DataEnv(op DataOp, id string) map[string]string {
+	return map[string]string{"SANDBOX_DATA_OP": string(op), "SANDBOX_DATA_ID": string(op) + "-" + id}
 }
 
 // Snapshots says whether e can checkpoint and restore, and why not.

@@ -25,7 +25,7 @@ restore) src=` + pgSnapshotCheckpoint + ` dst=` + postgresDB + ` what="restoring
 reset) src= dst=` + postgresDB + ` what="a reset" ;;
 *) echo "unknown operation $OP" >&2; exit 1 ;;
 esac
-room $((1 << 62))
+room
 allow=false
 [ "$dst" = ` + postgresDB + ` ] && allow=true
 if ! out=$(PG -v op="$OP" -v src="$src" -v dst="$dst" -v what="$what" -v room="$ROOM" -v mem="$MEM" -v allow="$allow" 2>&1 >/dev/null <<'SQL'

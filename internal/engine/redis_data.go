@@ -11,14 +11,27 @@ package engine
 // protected configs (dbfilename) to local connections only, so redis-cli
 // talks to 127.0.0.1; an agent on the network cannot. Note: the dataset is
 // what moves; functions, ACL users and CONFIG SET settings are not part of it.
-const redisData = `R() { redis-cli --no-auth-warning -h 127.0.0.1 -p "$PORT" "$@"; }
-db=$(R --raw CONFIG GET dbfilename | sed -n 2p) dir=$(R --raw CONFIG GET dir | sed -n 2p)
-[ -n "$db" ] && [ -n "$dir" ] || { echo "redis: CONFIG GET dbfilename and dir failed: $(R PING 2>&1)" >&2; exit 1; }
+const redisData = `R() { redis-cli --no-auth-warning --raw -h 127.0.0.1 -p "$PORT" "$@"; }
+cr=$(printf '\r')
+# Note: here-documents and builtins, not pipes into sed: a fork in a busy
+# container costs milliseconds.
+db= dir=
+while read -r k; do
+	read -r v
+	case $k in dbfilename) db=$v ;; dir) dir=$v ;; esac
+done <<EOF
+$(R CONFIG GET dbfilename dir)
+EOF
+[ -n "$db" ] && [ -n "$dir" ] || { echo "redis: CONFIG GET dbfilename dir failed: $(R PING 2>&1)" >&2; exit 1; }
 case $db in sandbox-*) db=dump.rdb ;; esac # an earlier run cut short between its CONFIG SETs
 fail() { R CONFIG SET dbfilename "$db" >/dev/null 2>&1; echo "redis $1" >&2; exit 1; }
 # save NAME WHAT: the current dataset becomes snapshot NAME.
 save() {
-	fits "$(R --raw INFO memory | sed -n 's/^used_memory_dataset:\([0-9]*\).*/\1/p')" "$2"
+	need=0
+	while IFS=: read -r k v; do [ "$k" = used_memory_dataset ] && need=${v%"$cr"}; done <<EOF
+$(R INFO memory)
+EOF
+	fits "$need" "$2"
 	out=$(R CONFIG SET dbfilename "sandbox-$1.rdb" 2>&1) && [ "$out" = OK ] || fail "CONFIG SET dbfilename: $out"
 	n=0
 	while out=$(R SAVE 2>&1); [ "$out" != OK ]; do
@@ -30,8 +43,15 @@ save() {
 }
 # load NAME: snapshot NAME becomes the dataset, in one transaction.
 load() {
-	out=$(printf 'MULTI\nCONFIG SET dbfilename sandbox-%s.rdb\nDEBUG RELOAD NOSAVE\nCONFIG SET dbfilename %s\nEXEC\n' "$1" "$db" | R 2>&1)
-	[ "$(printf '%s\n' "$out" | grep -c '^OK$')" = 4 ] || fail "DEBUG RELOAD NOSAVE: $(printf '%s\n' "$out" | grep -v -e '^OK$' -e '^QUEUED$' | head -n1)"
+	out=$(R 2>&1 <<EOF
+MULTI
+CONFIG SET dbfilename sandbox-$1.rdb
+DEBUG RELOAD NOSAVE
+CONFIG SET dbfilename $db
+EXEC
+EOF
+)
+	case $out in *ERR*|*rror*|*NOAUTH*|*WRONGPASS*) fail "DEBUG RELOAD NOSAVE: $out" ;; esac
 }
 case $OP in
 checkpoint) save checkpoint "a checkpoint" ;;

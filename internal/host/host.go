@@ -22,6 +22,7 @@ type Host struct {
 	pulls       *Pulls
 	judged      judgements
 	warm        *Warm
+	data        dataExecs
 }
 
 // New is the layer for the Docker host behind driver. stopTimeout is how long a
