@@ -41,7 +41,8 @@ func dataRequested(sb *sandboxv1.Sandbox, e sandboxv1.Engine, done *sandboxv1.Se
 // step of this pass. A failure is recorded, in the engine's words, and is
 // not retried: the request is finished, the service serves as before.
 func (r *Reconciler) serviceData(ctx context.Context, w serviceWork, res serviceResult) serviceResult {
-	if res.status.Data == nil && w.prev.Data != nil && res.status.Engine == w.prev.Engine {
+	// Note: a copy, also where a settled service's status is prev's (its pointer).
+	if w.prev.Data != nil && res.status.Engine == w.prev.Engine && (res.status.Data == nil || res.status.Data == w.prev.Data) {
 		res.status.Data = w.prev.Data.DeepCopy()
 	}
 	req := dataRequested(w.sb, res.status.Engine, res.status.Data)
@@ -57,6 +58,12 @@ func (r *Reconciler) serviceData(ctx context.Context, w serviceWork, res service
 	} else if failed, took, err = r.Host.Data(ctx, w.svc, c, host.Address(c, w.svc.Network), op.op, req.ID); err != nil {
 		return res.dockerFailed(ctx, err, fmt.Sprintf("%s %s for spec.data", req.Action, w.svc.Container.Name))
 	}
+	return recordData(w, res, req, failed, took)
+}
+
+// recordData writes what became of req on the service in its status, and
+// the event that says so.
+func recordData(w serviceWork, res serviceResult, req *sandboxv1.DataRequest, failed string, took time.Duration) serviceResult {
 	data := res.status.Data
 	if data == nil {
 		data = &sandboxv1.ServiceData{}
@@ -78,7 +85,7 @@ func (r *Reconciler) serviceData(ctx context.Context, w serviceWork, res service
 	case sandboxv1.DataRestore:
 		data.LastRestore = done
 	}
-	res.event(op.event, fmt.Sprintf("%s: %s %s done in %s on container %s", name, req.Action, req.ID, took.Round(time.Millisecond), w.svc.Container.Name))
+	res.event(dataOps[req.Action].event, fmt.Sprintf("%s: %s %s done in %s on container %s", name, req.Action, req.ID, took.Round(time.Millisecond), w.svc.Container.Name))
 	return res
 }
 
