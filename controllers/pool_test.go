@@ -94,7 +94,8 @@ var _ = Describe("Warm pools", func() {
 		for _, m := range members(host, pool) {
 			conf, ok := host.File(m.ID, "/run/secrets/redis.conf")
 			Expect(ok).To(BeTrue())
-			before[m.ID] = strings.TrimPrefix(strings.TrimSpace(string(conf)), "requirepass ")
+			first, _, _ := strings.Cut(string(conf), "\n") // requirepass comes first; other settings follow
+			before[m.ID] = strings.TrimPrefix(first, "requirepass ")
 		}
 
 		sb := newSandbox(ns, "warm", "warm-1", "redis")

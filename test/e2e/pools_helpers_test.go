@@ -24,9 +24,17 @@ var passwordFiles = map[string]struct {
 	parse func(string) string
 }{
 	"postgres": {"/run/secrets/postgres-password", strings.TrimSpace},
-	"redis": {"/run/secrets/redis.conf", func(s string) string {
-		return strings.TrimPrefix(strings.TrimSpace(s), "requirepass ")
-	}},
+	"redis": {"/run/secrets/redis.conf", requirepass},
+}
+
+// requirepass is the password of a redis.conf (the file holds other settings too).
+func requirepass(conf string) string {
+	for l := range strings.SplitSeq(conf, "\n") {
+		if pw, ok := strings.CutPrefix(strings.TrimSpace(l), "requirepass "); ok {
+			return pw
+		}
+	}
+	return ""
 }
 
 // containerPassword reads the password a service container holds, from inside it.
