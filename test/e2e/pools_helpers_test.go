@@ -24,7 +24,7 @@ var passwordFiles = map[string]struct {
 	parse func(string) string
 }{
 	"postgres": {"/run/secrets/postgres-password", strings.TrimSpace},
-	"redis": {"/run/secrets/redis.conf", requirepass},
+	"redis":    {"/run/secrets/redis.conf", requirepass},
 }
 
 // requirepass is the password of a redis.conf (the file holds other settings too).
