@@ -23,6 +23,46 @@ import (
 // spec, and fails when it is Stalled (the error carries what to change), deleted,
 // or ctx ends (the error carries its last Ready reason and message).
 func Ready(ctx context.Context, cs versioned.Interface, sb *sandboxv1.Sandbox) (*sandboxv1.Sandbox, error) {
+	last := ""
+	got, err := until(ctx, cs, sb, func(got *sandboxv1.Sandbox) (bool, error) {
+		if sandboxv1.IsReady(got) {
+			return true, nil
+		}
+		if c := sandboxv1.StalledCondition(got); c != nil {
+			return false, fmt.Errorf("the Sandbox %s is stalled (%s): %s", got.Name, c.Reason, c.Message)
+		}
+		last = progress(got)
+		return false, nil
+	})
+	if err != nil && ctx.Err() != nil && last != "" {
+		return nil, fmt.Errorf("the Sandbox %s is not Ready: %s: %w", sb.Name, last, err)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return got, nil
+}
+
+// Data waits until status.data reports the spec.data request id finished,
+// Succeeded or Failed, and returns that Sandbox. When ctx ends first it
+// returns the last version seen (sb when none), whose status.data.message
+// says what the request still waits for, with ctx's error.
+func Data(ctx context.Context, cs versioned.Interface, sb *sandboxv1.Sandbox, id string) (*sandboxv1.Sandbox, error) {
+	last := sb
+	got, err := until(ctx, cs, sb, func(got *sandboxv1.Sandbox) (bool, error) {
+		last = got
+		d := got.Status.Data
+		return d != nil && d.ID == id && (d.Phase == sandboxv1.DataSucceeded || d.Phase == sandboxv1.DataFailed), nil
+	})
+	if err != nil {
+		return last, err
+	}
+	return got, nil
+}
+
+// until follows the Sandbox sb (by name and UID) through an informer until
+// done says so, and fails when done does, when it is deleted, or when ctx ends.
+func until(ctx context.Context, cs versioned.Interface, sb *sandboxv1.Sandbox, done func(*sandboxv1.Sandbox) (bool, error)) (*sandboxv1.Sandbox, error) {
 	sandboxes := cs.SandboxV1alpha1().Sandboxes(sb.Namespace)
 	one := fields.OneTermEqualSelector("metadata.name", sb.Name).String()
 	lw := &cache.ListWatch{
@@ -35,7 +75,6 @@ func Ready(ctx context.Context, cs versioned.Interface, sb *sandboxv1.Sandbox) (
 			return sandboxes.Watch(ctx, opts)
 		},
 	}
-	last := ""
 	// Note: a fake clientset cannot stream the initial list (WatchList); the
 	// wrapper lets the informer see that and list instead.
 	ev, err := watchtools.UntilWithSync(ctx, cache.ToListWatcherWithWatchListSemantics(lw, cs), &sandboxv1.Sandbox{}, nil, func(ev watch.Event) (bool, error) {
@@ -45,19 +84,10 @@ func Ready(ctx context.Context, cs versioned.Interface, sb *sandboxv1.Sandbox) (
 			return false, nil
 		case ev.Type == watch.Deleted:
 			return false, apierrors.NewNotFound(sandboxv1.Resource("sandboxes"), sb.Name)
-		case sandboxv1.IsReady(got):
-			return true, nil
 		}
-		if c := sandboxv1.StalledCondition(got); c != nil {
-			return false, fmt.Errorf("the Sandbox %s is stalled (%s): %s", got.Name, c.Reason, c.Message)
-		}
-		last = progress(got)
-		return false, nil
+		return done(got)
 	})
 	if err != nil {
-		if ctx.Err() != nil && last != "" {
-			return nil, fmt.Errorf("the Sandbox %s is not Ready: %s: %w", sb.Name, last, err)
-		}
 		return nil, err
 	}
 	return ev.Object.(*sandboxv1.Sandbox), nil

@@ -8,6 +8,8 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/roboco-sandbox/sandbox-controller/api/client/clientset/versioned/fake"
 	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
@@ -82,4 +84,34 @@ func seeded(t *testing.T, sb *sandboxv1.Sandbox) *fake.Clientset {
 		t.Fatal(err)
 	}
 	return cs
+}
+
+// TestData: Data returns once status.data reports the request finished, even
+// when every watch fails (the informer lists again); when ctx ends first it
+// returns the last version seen, whose message says what the request awaits.
+func TestData(t *testing.T) {
+	sb := &sandboxv1.Sandbox{ObjectMeta: metav1.ObjectMeta{Namespace: "agents", Name: "be", UID: "uid-1"}}
+	finished := sb.DeepCopy()
+	finished.Status.Data = &sandboxv1.DataRequestStatus{ID: "reset-1", Action: sandboxv1.DataReset, Phase: sandboxv1.DataFailed}
+	cs := seeded(t, finished)
+	cs.PrependWatchReactor("sandboxes", func(k8stesting.Action) (bool, watch.Interface, error) {
+		w := watch.NewFakeWithChanSize(1, false)
+		w.Error(&apierrors.NewResourceExpired("too old resource version").ErrStatus)
+		return true, w, nil
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	got, err := wait.Data(ctx, cs, sb, "reset-1")
+	if err != nil || got.Status.Data == nil || got.Status.Data.Phase != sandboxv1.DataFailed {
+		t.Errorf("Data of a finished request = %+v, %v", got, err)
+	}
+
+	running := sb.DeepCopy()
+	running.Status.Data = &sandboxv1.DataRequestStatus{ID: "reset-2", Phase: sandboxv1.DataRunning, Message: "waiting for postgres (not ready)"}
+	short, cancelShort := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancelShort()
+	got, err = wait.Data(short, seeded(t, running), sb, "reset-2")
+	if err == nil || got == nil || got.Status.Data == nil || got.Status.Data.Message != "waiting for postgres (not ready)" {
+		t.Errorf("Data past its deadline = %+v, %v; want the last version seen and an error", got, err)
+	}
 }

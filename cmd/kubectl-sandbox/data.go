@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -20,6 +19,7 @@ import (
 
 	typed "github.com/roboco-sandbox/sandbox-controller/api/client/clientset/versioned/typed/api/v1alpha1"
 	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
+	"github.com/roboco-sandbox/sandbox-controller/api/wait"
 )
 
 // dataVerb is one of reset, checkpoint and restore: its action, and the word
@@ -73,8 +73,8 @@ the engine's words) or on --timeout (saying what it still waits for).`,
 			if err != nil {
 				return err
 			}
-			sb, err = awaitData(ctx, sandboxes, sb, req.ID)
-			if errors.Is(err, context.DeadlineExceeded) {
+			sb, err = wait.Data(ctx, cs, sb, req.ID)
+			if err != nil && ctx.Err() != nil { // Note: the informer says "timed out waiting for the condition"
 				err = fmt.Errorf("timed out after %ss: %s", strconv.FormatFloat(timeout.Seconds(), 'f', -1, 64), awaited(sb, req.ID))
 			}
 			return report(streams.Out, sb, req, v, err)

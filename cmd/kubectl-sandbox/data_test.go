@@ -7,16 +7,11 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/watch"
-	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/roboco-sandbox/sandbox-controller/api/client/clientset/versioned"
-	"github.com/roboco-sandbox/sandbox-controller/api/client/clientset/versioned/fake"
 	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
 )
 
@@ -173,33 +168,4 @@ func TestData(t *testing.T) {
 			t.Errorf("checkpoint --service mongo: %v", err)
 		}
 	})
-}
-
-// A watch that fails (here: its resourceVersion too old) is followed by a get;
-// the Sandbox, finished meanwhile, is seen there.
-func TestAwaitDataGetsAfterAFailedWatch(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	cs := fake.NewSimpleClientset()
-	sandboxes := cs.SandboxV1alpha1().Sandboxes("agents")
-	sb, err := sandboxes.Create(ctx, &sandboxv1.Sandbox{ObjectMeta: metav1.ObjectMeta{Namespace: "agents", Name: "be"}}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := sb.DeepCopy()
-	done.Status.Data = &sandboxv1.DataRequestStatus{ID: "reset-1", Action: sandboxv1.DataReset, Phase: sandboxv1.DataSucceeded}
-	if _, err := sandboxes.UpdateStatus(ctx, done, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	watches := 0
-	cs.PrependWatchReactor("sandboxes", func(k8stesting.Action) (bool, watch.Interface, error) {
-		watches++
-		w := watch.NewFakeWithChanSize(1, false)
-		w.Error(&apierrors.NewResourceExpired("too old resource version").ErrStatus)
-		return true, w, nil
-	})
-	got, err := awaitData(ctx, sandboxes, sb, "reset-1")
-	if err != nil || !dataFinished(got, "reset-1") || watches != 1 {
-		t.Errorf("awaitData = %+v, %v after %d watches", got.Status.Data, err, watches)
-	}
 }
