@@ -30,10 +30,15 @@ var dataOps = map[sandboxv1.DataAction]struct {
 // not finished it yet.
 func dataRequested(sb *sandboxv1.Sandbox, e sandboxv1.Engine, done *sandboxv1.ServiceData) *sandboxv1.DataRequest {
 	req := sb.Spec.Data
-	if req == nil || len(req.Services) > 0 && !slices.Contains(req.Services, e) || done != nil && done.RequestID == req.ID {
+	if req == nil || !names(req, e) || done != nil && done.RequestID == req.ID {
 		return nil
 	}
 	return req
+}
+
+// names says whether req is for engine e (no services named: every one).
+func names(req *sandboxv1.DataRequest, e sandboxv1.Engine) bool {
+	return len(req.Services) == 0 || slices.Contains(req.Services, e)
 }
 
 // serviceData carries what earlier requests did to the service's data, and
@@ -101,7 +106,7 @@ func summarizeData(sb *sandboxv1.Sandbox) {
 	var waiting, failed []string
 	for _, s := range sb.Status.Services {
 		switch {
-		case len(req.Services) > 0 && !slices.Contains(req.Services, s.Engine):
+		case !names(req, s.Engine):
 		case s.Data == nil || s.Data.RequestID != req.ID:
 			why := "not ready"
 			if s.Ready {
