@@ -83,15 +83,18 @@ var _ = Describe("Warm pools, when a claim is cut short", func() {
 	})
 
 	It("finishes a claim whose rotation failed after the rename: same container, the Sandbox's password", func() {
-		clear := host.OnExec(fake.ExecRule{Result: dd.ExecResult{ExitCode: 1, Stderr: "killed"}, Times: 1})
-		defer clear()
 		sb := newSandbox(ns, "rotate", "rotate-1", "redis")
 		Expect(k8sClient.Create(ctx, sb)).To(Succeed())
-		got := waitReady(sb)
+		first := waitReady(sb).Status.Services[0].ContainerID
+		Eventually(poolCounts(pool)).Should(Equal([3]int64{2, 2, 1}))
+		clear := host.OnExec(fake.ExecRule{Result: dd.ExecResult{ExitCode: 1, Stderr: "killed"}, Times: 1})
+		defer clear()
+		second := reclaim(host, sb, first)
+		got := get(sb)
 		cs := servedBy(host, got, "redis")
 		Expect(cs).To(HaveLen(1))
-		Expect(cs[0].Labels).To(HaveKey(shost.LabelPoolUID), "not served by a member")
-		Expect(redisPing(host, cs[0].ID, secretOf(got)["ROBOCO_TEST_REDIS_PASSWORD"])).To(Equal("PONG"))
+		Expect(cs[0].ID).To(Equal(second))
+		Expect(redisPing(host, second, secretOf(got)["ROBOCO_TEST_REDIS_PASSWORD"])).To(Equal("PONG"))
 	})
 
 	It("keeps serving a claimed member when a plain Update drops every annotation and changes the spec, through the sweeps", func() {

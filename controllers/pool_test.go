@@ -9,6 +9,7 @@ import (
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -73,6 +74,29 @@ func slowPool(host *engineSim, ns string, n int32, delay time.Duration) *sandbox
 	return pool
 }
 
+// reclaimed waits until sb's one service is Ready in another container than id,
+// and returns it.
+func reclaimed(sb *sandboxv1.Sandbox, id string) string {
+	var next string
+	EventuallyWithOffset(2, func() bool {
+		s := get(sb)
+		next = s.Status.Services[0].ContainerID
+		return sandboxv1.IsReady(s) && next != id
+	}, 30*time.Second).Should(BeTrue(), func() string { return fmt.Sprintf("not served again: %+v", get(sb).Status) })
+	return next
+}
+
+// reclaim removes the container serving sb's one service, as if it vanished,
+// and returns the pool member that serves it next: a claim for a Sandbox whose
+// Secret exists, so the member is rotated to the Secret's password.
+func reclaim(host *engineSim, sb *sandboxv1.Sandbox, id string) string {
+	ExpectWithOffset(1, host.DeleteContainer(id)).To(Succeed())
+	next := reclaimed(sb, id)
+	c, _ := host.Peek(next)
+	ExpectWithOffset(1, c.Labels).To(HaveKey(shost.LabelPoolUID), "not served by a member")
+	return next
+}
+
 var _ = Describe("Warm pools", func() {
 	var (
 		host *engineSim
@@ -86,7 +110,7 @@ var _ = Describe("Warm pools", func() {
 		DeferCleanup(func() { stop() })
 	})
 
-	It("serves a Sandbox with a ready member: renamed, its password rotated to the Sandbox's, and refills", func() {
+	It("serves a new Sandbox with a ready member: renamed, its Secret made with the member's own password (not rotated), and refills", func() {
 		pool := newPool(ns, "redis", "redis", 2)
 		Expect(k8sClient.Create(ctx, pool)).To(Succeed())
 		Eventually(poolCounts(pool)).Should(Equal([3]int64{2, 2, 0}))
@@ -98,10 +122,17 @@ var _ = Describe("Warm pools", func() {
 			before[m.ID] = strings.TrimPrefix(first, "requirepass ")
 		}
 
+		confs := map[string]string{}
+		for _, m := range members(host, pool) {
+			conf, _ := host.File(m.ID, "/run/secrets/redis.conf")
+			confs[m.ID] = string(conf)
+		}
 		sb := newSandbox(ns, "warm", "warm-1", "redis")
 		Expect(k8sClient.Create(ctx, sb)).To(Succeed())
 		got := waitReady(sb)
 		id := got.Status.Services[0].ContainerID
+		conf, _ := host.File(id, "/run/secrets/redis.conf")
+		Expect(string(conf)).To(Equal(confs[id]), "the claim rewrote the member's credentials")
 		Expect(before).To(HaveKey(id), "the service is not one of the pool's members")
 		c, ok := host.Peek(id)
 		Expect(ok).To(BeTrue())
@@ -111,35 +142,73 @@ var _ = Describe("Warm pools", func() {
 		Expect(eventReasons(sb)()).To(ContainElement(sandboxv1.EventClaimed))
 
 		password := secretOf(sb)["ROBOCO_TEST_REDIS_PASSWORD"]
+		Expect(password).To(Equal(before[id]), "the Secret does not hold the member's own password")
 		Expect(redisPing(host, id, password)).To(Equal("PONG"))
-		Expect(redisPing(host, id, before[id])).To(ContainSubstring("NOAUTH"), "the member's earlier password still opens it")
+		for mid, pw := range before {
+			if mid != id {
+				Expect(pw).NotTo(Equal(password), "another member answers to the Sandbox's password")
+			}
+		}
 
 		Eventually(poolCounts(pool)).Should(Equal([3]int64{2, 2, 1}))
 	})
 
-	It("holds its refill while a claim's rotation runs, and refills once it is done", func() {
-		pool := slowPool(host, ns, 2, 1500*time.Millisecond)
-		creates := host.Calls(fake.VerbCreateContainer)
+	It("claims for a service whose Secret exists (its container vanished) by rotating a member to the Secret's password", func() {
+		pool := newPool(ns, "redis", "redis", 2)
+		Expect(k8sClient.Create(ctx, pool)).To(Succeed())
+		Eventually(poolCounts(pool)).Should(Equal([3]int64{2, 2, 0}))
+		sb := newSandbox(ns, "again", "again-1", "redis")
+		Expect(k8sClient.Create(ctx, sb)).To(Succeed())
+		first := waitReady(sb).Status.Services[0].ContainerID
+		password := secretOf(sb)["ROBOCO_TEST_REDIS_PASSWORD"]
+		Eventually(poolCounts(pool)).Should(Equal([3]int64{2, 2, 1}))
 
+		second := reclaim(host, sb, first)
+		Expect(get(sb).Status.Claims).To(HaveKeyWithValue("redis", HaveField("ContainerID", second)))
+		Expect(secretOf(sb)["ROBOCO_TEST_REDIS_PASSWORD"]).To(Equal(password), "the Secret changed")
+		Expect(redisPing(host, second, password)).To(Equal("PONG"))
+	})
+
+	It("holds its refill while a claim's rotation runs, and refills once it is done", func() {
+		pool := newPool(ns, "redis", "redis", 2)
+		Expect(k8sClient.Create(ctx, pool)).To(Succeed())
+		Eventually(poolCounts(pool)).Should(Equal([3]int64{2, 2, 0}))
 		sb := newSandbox(ns, "held", "held-1", "redis")
 		Expect(k8sClient.Create(ctx, sb)).To(Succeed())
+		first := waitReady(sb).Status.Services[0].ContainerID
+		Eventually(poolCounts(pool)).Should(Equal([3]int64{2, 2, 1}))
+		for _, m := range members(host, pool) {
+			DeferCleanup(host.Inject(fake.Fault{Verb: fake.VerbExec, Ref: m.ID, Delay: 1500 * time.Millisecond}))
+		}
+
+		creates := host.Calls(fake.VerbCreateContainer)
+		Expect(host.DeleteContainer(first)).To(Succeed())
+		Eventually(func() string { return get(sb).Status.Claims["redis"].ContainerID }).ShouldNot(Equal(first))
 		Consistently(func() int { return host.Calls(fake.VerbCreateContainer) - creates }, time.Second, 20*time.Millisecond).
 			Should(BeZero(), "a refill started while the claim was rotating")
-		got := waitReady(sb)
-		Expect(got.Status.Claims).To(HaveKey("redis"), "not served by the pool")
+		waitReady(sb)
 		Eventually(poolCounts(pool)).Should(Equal([3]int64{2, 2, 1}))
 	})
 
 	It("refills at once during a claim when the pool has no ready member left", func() {
-		pool := slowPool(host, ns, 1, 3*time.Second)
-		creates := host.Calls(fake.VerbCreateContainer)
-
+		pool := newPool(ns, "redis", "redis", 1)
+		Expect(k8sClient.Create(ctx, pool)).To(Succeed())
+		Eventually(poolCounts(pool)).Should(Equal([3]int64{1, 1, 0}))
 		sb := newSandbox(ns, "empty", "empty-1", "redis")
 		Expect(k8sClient.Create(ctx, sb)).To(Succeed())
+		first := waitReady(sb).Status.Services[0].ContainerID
+		Eventually(poolCounts(pool)).Should(Equal([3]int64{1, 1, 1}))
+		for _, m := range members(host, pool) {
+			DeferCleanup(host.Inject(fake.Fault{Verb: fake.VerbExec, Ref: m.ID, Delay: 3 * time.Second}))
+		}
+
+		creates := host.Calls(fake.VerbCreateContainer)
+		Expect(host.DeleteContainer(first)).To(Succeed())
 		Eventually(func() int { return host.Calls(fake.VerbCreateContainer) - creates }, 2*time.Second, 20*time.Millisecond).
 			Should(BeNumerically(">", 0), "the emptied pool did not refill")
-		Expect(sandboxv1.IsReady(get(sb))).To(BeFalse(), "the refill waited for the claim")
-		Expect(waitReady(sb).Status.Claims).To(HaveKey("redis"), "not served by the pool")
+		Expect(get(sb).Status.Services[0].ContainerID).To(Equal(first), "the refill waited for the claim")
+		next := reclaimed(sb, first)
+		Expect(get(sb).Status.Claims).To(HaveKeyWithValue("redis", HaveField("ContainerID", next)), "not served by the pool")
 		Eventually(poolCounts(pool)).Should(Equal([3]int64{1, 1, 1}))
 	})
 
@@ -188,6 +257,34 @@ var _ = Describe("Warm pools", func() {
 		Eventually(gone(sb)).Should(BeTrue())
 		_, ok = host.Peek(id)
 		Expect(ok).To(BeFalse(), "the claimed member outlived its Sandbox")
+	})
+
+	It("offers after a restart no member a claim record names, renamed or not (its password may be in that Sandbox's Secret)", func() {
+		pool := newPool(ns, "redis", "redis", 2)
+		Expect(k8sClient.Create(ctx, pool)).To(Succeed())
+		Eventually(poolCounts(pool)).Should(Equal([3]int64{2, 2, 0}))
+		recorded := map[string]bool{}
+		stop()
+		By("a manager killed after recording two claims, before their renames")
+		for i, m := range members(host, pool) {
+			holder := newSandbox(ns, fmt.Sprintf("holder-%d", i), fmt.Sprintf("holder-%d", i), "redis")
+			holder.Spec.DockerHost = "elsewhere" // no manager here drives it
+			Expect(k8sClient.Create(ctx, holder)).To(Succeed())
+			patch := fmt.Sprintf(`{"status":{"claims":{"redis":{"containerID":%q,"credentials":"x"}}}}`, m.ID)
+			Expect(k8sClient.Status().Patch(ctx, holder, client.RawPatch(types.MergePatchType, []byte(patch)))).To(Succeed())
+			recorded[m.ID] = true
+		}
+		stop = startManager(host, testOptions())
+
+		sb := newSandbox(ns, "after", "after-1", "redis")
+		Expect(k8sClient.Create(ctx, sb)).To(Succeed())
+		id := waitReady(sb).Status.Services[0].ContainerID
+		Expect(recorded).NotTo(HaveKey(id), "a member another Sandbox records serves this one")
+		for mid := range recorded {
+			c, ok := host.Peek(mid)
+			Expect(ok).To(BeTrue(), "a recorded member was removed")
+			Expect(shost.IsMemberName(c.Name)).To(BeTrue(), "a recorded member was renamed")
+		}
 	})
 
 	It("removes its unclaimed members when the pool is deleted, and leaves the claimed ones to their Sandboxes", func() {

@@ -167,6 +167,11 @@ const ConditionSchedulable = "Schedulable"
 // bound to it: they are served, and torn down, through it until they are gone.
 const DockerHostFinalizer = "sandbox.roboco.io/in-use"
 
+// SandboxFinalizer holds a Sandbox until its containers are confirmed gone.
+// Placement adds it in the patch that binds the Sandbox to its host (one write
+// fewer before a claim); the host's reconciler adds it when nothing placed it.
+const SandboxFinalizer = "sandbox.roboco.io/teardown"
+
 // LabelImplicitDockerHost marks the DockerHost a manager made for its own
 // --docker-host.
 const LabelImplicitDockerHost = "sandbox.roboco.io/implicit"

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -62,7 +63,14 @@ func (pl *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Res
 	if !sb.DeletionTimestamp.IsZero() && sb.Status.DockerHost == nil {
 		return ctrl.Result{}, nil // never placed, so nothing of it exists on any host
 	}
-	return pl.place(ctx, sb, pl.sandboxPlaceable(sb), func(host string) { sb.Spec.DockerHost = host },
+	// Note: the teardown finalizer rides on the binding patch (optimistically
+	// locked), so the host's first pass need not write it.
+	return pl.place(ctx, sb, pl.sandboxPlaceable(sb), func(host string) {
+		sb.Spec.DockerHost = host
+		if sb.DeletionTimestamp.IsZero() {
+			controllerutil.AddFinalizer(sb, sandboxv1.SandboxFinalizer)
+		}
+	},
 		func(why string) error { return pl.unschedulable(ctx, sb, why) })
 }
 

@@ -15,34 +15,34 @@ import (
 )
 
 // claimService serves the service with a ready member of a matching pool in the
-// Sandbox's namespace, when the Sandbox allows it and there is one: record the
-// claim, rename the member, rotate its password to the Sandbox's. claimed is
-// false when nothing was claimed (the caller provisions cold).
+// Sandbox's namespace, when the Sandbox allows it and there is one: the member
+// reserved for it this pass (recorded, its password already the Secret's), or
+// one taken now, whose claim is recorded and whose password is rotated to the
+// Secret's after the rename. claimed is false when nothing was claimed (the
+// caller provisions cold).
 func (r *Reconciler) claimService(ctx context.Context, w serviceWork, res serviceResult) (serviceResult, bool) {
 	if !r.mayClaim(w) {
 		return res, false
 	}
 	e := w.svc.Engine.Name()
-	var names []string
-	if p := w.sb.Spec.Pools; p != nil {
-		names = p.Names
-	}
-	m, ok := r.Host.Warm().Take(w.sb.Namespace, host.ClassHash(w.svc.Container), names)
+	m, ok := r.takeMember(w)
 	if !ok {
 		sandboxMetrics.claims.WithLabelValues(e, "miss").Inc()
 		return res, false
 	}
 	start := time.Now()
 	defer r.PokePool(types.NamespacedName{Namespace: m.Namespace, Name: m.Pool})
-	rec := claim.Record{ID: m.ID, Credentials: host.CredentialsHash(w.svc.Password)}
-	if err := r.claims.Write(ctx, r.Client, w.sb, e, rec); err != nil {
-		// Note: nothing renamed yet, but the member may be recorded: it is not offered again.
-		_ = r.Host.Remove(ctx, m.ID)
-		res.containers = part{reason: sandboxv1.ReasonCreating, message: fmt.Sprintf("recording the claim of a pool member failed: %v; retrying", err)}
-		res.after(retryLater(ctx))
-		return res, true
+	if w.reserved == nil {
+		rec := claim.Record{ID: m.ID, Credentials: host.CredentialsHash(w.svc.Password)}
+		if err := r.claims.Write(ctx, r.Client, w.sb, map[string]claim.Record{e: rec}); err != nil {
+			// Note: nothing renamed yet, but the member may be recorded: it is not offered again.
+			_ = r.Host.Remove(ctx, m.ID)
+			res.containers = part{reason: sandboxv1.ReasonCreating, message: fmt.Sprintf("recording the claim of a pool member failed: %v; retrying", err)}
+			res.after(retryLater(ctx))
+			return res, true
+		}
+		chaosplant.CrashAfter(chaosplant.AfterClaimRecorded)
 	}
-	chaosplant.CrashAfter(chaosplant.AfterClaimRecorded)
 	got, err := r.Host.Claim(ctx, w.svc, m)
 	switch {
 	case got.Taken != nil:
@@ -50,13 +50,25 @@ func (r *Reconciler) claimService(ctx context.Context, w serviceWork, res servic
 		_ = r.Host.Remove(ctx, m.ID)
 		return r.nameConflict(ctx, w.sb, res, got.Taken), true
 	case err != nil:
+		// Note: a reserved member not renamed is removed by the pass (unreserve).
+		res.claimedReserved = w.reserved != nil && got.Renamed
 		return res.dockerFailed(ctx, err, "claiming pool member "+m.Name), true
 	}
+	res.claimedReserved = w.reserved != nil
 	sandboxMetrics.claims.WithLabelValues(e, "hit").Inc()
 	sandboxMetrics.claimSeconds.WithLabelValues(e).Observe(time.Since(start).Seconds())
 	res.event(sandboxv1.EventClaimed, fmt.Sprintf("%s: claimed a warm member of pool %s as %s in %s; its password is the Sandbox's",
 		e, m.Pool, w.svc.Container.Name, time.Since(start).Round(time.Millisecond)))
 	return r.claimedReady(w, got.Container, res), true
+}
+
+// takeMember is the member reserved for the service, or one taken from the
+// pools now.
+func (r *Reconciler) takeMember(w serviceWork) (host.Member, bool) {
+	if w.reserved != nil {
+		return *w.reserved, true
+	}
+	return r.Host.Warm().Take(w.sb.Namespace, host.ClassHash(w.svc.Container), poolNames(w.sb))
 }
 
 // mayClaim: the Sandbox does not opt out, and the service can be served by a

@@ -95,7 +95,7 @@ func (r *Reconciler) deleteSecret(ctx context.Context, sb *sandboxv1.Sandbox) er
 // pool members; stop, kill, remove with volumes) in parallel, and lists again to
 // confirm they are gone.
 func (r *Reconciler) teardown(ctx context.Context, sb *sandboxv1.Sandbox) (int, error) {
-	cs, _, err := r.ours(ctx, sb, nil)
+	cs, _, err := r.ours(ctx, sb, nil, nil)
 	if err != nil {
 		return 0, err
 	}
@@ -112,7 +112,7 @@ func (r *Reconciler) teardown(ctx context.Context, sb *sandboxv1.Sandbox) (int, 
 	if err := errors.Join(errs...); err != nil {
 		return 0, err
 	}
-	left, _, err := r.ours(ctx, sb, nil)
+	left, _, err := r.ours(ctx, sb, nil, nil)
 	if err != nil {
 		return 0, err
 	}

@@ -8,7 +8,7 @@ import (
 )
 
 // Finalizer holds a Sandbox until its containers are confirmed gone.
-const Finalizer = "sandbox.roboco.io/teardown"
+const Finalizer = sandboxv1.SandboxFinalizer
 
 // SecretLabel marks the credentials Secrets, so the manager caches only those
 // (CacheOptions selects on the key alone). Its value is the Sandbox's UID, which

@@ -32,6 +32,8 @@ type recall struct {
 	probes map[string]*probeAttempts
 	// aside are the failed removals of containers Docker could not remove, by ID.
 	aside map[string]*asideRetry
+	// written is the Sandbox as the last pass that wrote it left it.
+	written *sandboxv1.Sandbox
 }
 
 func newMemory() *memory { return &memory{sandboxes: map[types.NamespacedName]*recall{}} }

@@ -20,13 +20,16 @@ import (
 // labelled by a pool of its namespace, and named as a member not yet claimed,
 // as the Sandbox's service, or as set aside by it (never another Sandbox's).
 // For a service of specs with neither, a claim lost with the status is looked
-// for (recover).
-func (r *Reconciler) ours(ctx context.Context, sb *sandboxv1.Sandbox, specs []host.Service) ([]dd.ContainerSummary, map[string]claim.Record, error) {
+// for (recover). The services with a member reserved this pass have neither.
+func (r *Reconciler) ours(ctx context.Context, sb *sandboxv1.Sandbox, specs []host.Service, reserved map[string]host.Member) ([]dd.ContainerSummary, map[string]claim.Record, error) {
 	cs, err := r.Driver.List(ctx, uidSelector(sb))
 	if err != nil {
 		return nil, nil, err
 	}
 	claims := r.claims.Of(sb)
+	// Note: a member reserved this pass is claimed by its service, not observed.
+	maps.DeleteFunc(claims, func(e string, _ claim.Record) bool { _, ok := reserved[e]; return ok })
+	specs = slices.DeleteFunc(slices.Clone(specs), func(s host.Service) bool { _, ok := reserved[s.Engine.Name()]; return ok })
 	lost := unrecorded(specs, cs, claims)
 	if len(claims) == 0 && len(lost) == 0 {
 		return cs, claims, nil
@@ -85,7 +88,7 @@ func (r *Reconciler) recover(ctx context.Context, sb *sandboxv1.Sandbox, lost []
 			continue
 		}
 		rec := claim.Record{ID: c.ID, Credentials: host.CredentialsHash(s.Password)}
-		if err := r.claims.Write(ctx, r.Client, sb, e, rec); err != nil {
+		if err := r.claims.Write(ctx, r.Client, sb, map[string]claim.Record{e: rec}); err != nil {
 			logf.FromContext(ctx).Error(err, "Recording a recovered claim", "engine", e, "container", c.Name)
 			continue
 		}

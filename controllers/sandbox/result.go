@@ -36,6 +36,8 @@ type serviceResult struct {
 	requeue time.Duration
 	// events are milestones to report on the Sandbox.
 	events []serviceEvent
+	// claimedReserved: the member reserved for the service serves it now.
+	claimedReserved bool
 }
 
 type serviceEvent struct{ eventType, reason, message string }

@@ -14,6 +14,7 @@ import (
 	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
 	"github.com/roboco-sandbox/sandbox-controller/internal/chaosplant"
 	"github.com/roboco-sandbox/sandbox-controller/internal/engine"
+	"github.com/roboco-sandbox/sandbox-controller/internal/host"
 )
 
 // errSecretConflict says the Secret's name is taken by a Secret this Sandbox does not own.
@@ -28,12 +29,16 @@ func (e errSecretConflict) Error() string {
 type credentials struct {
 	passwords map[string]string
 	secret    *corev1.Secret
+	// reserved are the pool members whose own passwords the Secret was made
+	// with this pass, by engine: their services claim them with a rename.
+	reserved map[string]host.Member
 }
 
 // ensureSecret reads the credentials Secret, or creates it, so that every service's
 // password is stored before any container is made with it. Passwords are created
 // once and never rotated here; only a lost Secret leads to new ones (and, through
-// the containers' fingerprint, to new containers).
+// the containers' fingerprint, to new containers). The first Secret holds, for
+// each service a pool member is reserved for, that member's own password.
 func (r *Reconciler) ensureSecret(ctx context.Context, sb *sandboxv1.Sandbox) (*credentials, error) {
 	key := types.NamespacedName{Namespace: sb.Namespace, Name: sandboxv1.SecretName(sb)}
 	secret := &corev1.Secret{}
@@ -46,6 +51,11 @@ func (r *Reconciler) ensureSecret(ctx context.Context, sb *sandboxv1.Sandbox) (*
 		return nil, errSecretConflict{name: key.Name}
 	}
 	creds := &credentials{passwords: map[string]string{}, secret: secret}
+	if !exists && sb.Status.SecretName == "" {
+		if creds.reserved, err = r.reserve(ctx, sb); err != nil {
+			return nil, err
+		}
+	}
 	stored := secret.Data
 	if chaosplant.FirstSight(chaosplant.PasswordOnRestart, string(sb.UID)) {
 		stored = nil
@@ -55,14 +65,26 @@ func (r *Reconciler) ensureSecret(ctx context.Context, sb *sandboxv1.Sandbox) (*
 		if !ok {
 			continue
 		}
+		if m, ok := creds.reserved[e.Name()]; ok {
+			creds.passwords[e.Name()] = m.Password
+			continue
+		}
 		if creds.passwords[e.Name()] = string(stored[e.PasswordKey()]); creds.passwords[e.Name()] == "" {
 			if creds.passwords[e.Name()], err = engine.NewPassword(); err != nil {
+				r.unreserve(ctx, creds.reserved)
 				return nil, err
 			}
 		}
 	}
 	if !exists {
-		return creds, r.createSecret(ctx, sb, key, creds)
+		if err := r.createSecret(ctx, sb, key, creds); err != nil {
+			r.unreserve(ctx, creds.reserved)
+			return nil, err
+		}
+		if len(creds.reserved) > 0 {
+			chaosplant.CrashAfter(chaosplant.AfterClaimSecret)
+		}
+		return creds, nil
 	}
 	return creds, r.publishSecret(ctx, sb, creds)
 }

@@ -21,6 +21,9 @@ type serviceWork struct {
 	sb   *sandboxv1.Sandbox
 	svc  host.Service
 	prev sandboxv1.ServiceStatus
+	// reserved is the pool member recorded for the service this pass, whose own
+	// password the Secret holds (nil: none).
+	reserved *host.Member
 }
 
 // reconcileService drives one service one step further, after what the host layer

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -22,6 +23,10 @@ import (
 // reconcileServices provisions every service in parallel with the passwords of
 // creds and summarizes the result into sb.Status.
 func (r *Reconciler) reconcileServices(ctx context.Context, sb *sandboxv1.Sandbox, creds *credentials) (ctrl.Result, error) {
+	// Note: a member reserved for a service that did not claim it this pass is
+	// removed, whatever ends the pass (see reserve).
+	unclaimed := creds.reserved
+	defer func() { r.unreserve(ctx, unclaimed) }()
 	specs := make([]host.Service, len(sb.Spec.Services))
 	for i, svc := range sb.Spec.Services {
 		var err error
@@ -37,7 +42,7 @@ func (r *Reconciler) reconcileServices(ctx context.Context, sb *sandboxv1.Sandbo
 			return ctrl.Result{RequeueAfter: kit.Jitter(kit.StalledRecheck)}, nil
 		}
 	}
-	ours, claims, err := r.ours(ctx, sb, specs)
+	ours, claims, err := r.ours(ctx, sb, specs, creds.reserved)
 	if err != nil {
 		dockerDown(sb, err, retryLater(ctx))
 		return ctrl.Result{}, nil
@@ -58,7 +63,13 @@ func (r *Reconciler) reconcileServices(ctx context.Context, sb *sandboxv1.Sandbo
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	results := r.runServices(ctx, sb, specs, byEngine)
+	results := r.runServices(ctx, sb, specs, byEngine, creds.reserved)
+	unclaimed = maps.Clone(unclaimed)
+	for _, res := range results {
+		if res.claimedReserved {
+			delete(unclaimed, string(res.status.Engine))
+		}
+	}
 	wasReady, oldConditions := isReady(sb), conditionReasons(sb)
 	summarize(sb, results)
 	summarizeData(sb)
@@ -101,8 +112,9 @@ func (r *Reconciler) removeDropped(ctx context.Context, sb *sandboxv1.Sandbox, s
 	return retry, nil
 }
 
-// runServices reconciles every service at once; each result is redacted of its password.
-func (r *Reconciler) runServices(ctx context.Context, sb *sandboxv1.Sandbox, specs []host.Service, byEngine map[string][]dd.ContainerSummary) []serviceResult {
+// runServices reconciles every service at once; each result is redacted of its
+// password.
+func (r *Reconciler) runServices(ctx context.Context, sb *sandboxv1.Sandbox, specs []host.Service, byEngine map[string][]dd.ContainerSummary, reserved map[string]host.Member) []serviceResult {
 	prev := map[string]sandboxv1.ServiceStatus{}
 	for _, s := range sb.Status.Services {
 		prev[string(s.Engine)] = s
@@ -111,8 +123,11 @@ func (r *Reconciler) runServices(ctx context.Context, sb *sandboxv1.Sandbox, spe
 	var wg sync.WaitGroup
 	for i, svc := range specs {
 		name := svc.Engine.Name()
+		w := serviceWork{sb: sb, svc: svc, prev: prev[name]}
+		if m, ok := reserved[name]; ok {
+			w.reserved = &m
+		}
 		wg.Go(func() {
-			w := serviceWork{sb: sb, svc: svc, prev: prev[name]}
 			results[i] = r.serviceData(ctx, w, r.reconcileService(ctx, w, byEngine[name])).redacted(svc.Password)
 		})
 	}

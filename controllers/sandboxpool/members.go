@@ -13,6 +13,7 @@ import (
 	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
 	dd "github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver"
 	"github.com/roboco-sandbox/sandbox-controller/internal/host"
+	"github.com/roboco-sandbox/sandbox-controller/internal/index"
 	"github.com/roboco-sandbox/sandbox-controller/internal/kit"
 	"github.com/roboco-sandbox/sandbox-controller/internal/poolkey"
 )
@@ -70,7 +71,9 @@ func (p *Reconciler) list(ctx context.Context, pool *sandboxv1.SandboxPool) ([]d
 }
 
 // members sorts the pool's containers. A member a claim took (this manager's
-// memory) is neither counted nor removed: the claim owns it from then on.
+// memory) or that a Sandbox's claim records (its password may be in that
+// Sandbox's Secret, before the rename) is neither counted, offered nor
+// removed: the claim owns it from then on.
 func (p *Reconciler) members(ctx context.Context, pool *sandboxv1.SandboxPool, class host.Service) (poolMembers, error) {
 	var ms poolMembers
 	cs, err := p.list(ctx, pool)
@@ -80,10 +83,16 @@ func (p *Reconciler) members(ctx context.Context, pool *sandboxv1.SandboxPool, c
 	present, unclaimed := map[string]bool{}, map[string]bool{}
 	for _, c := range cs {
 		present[c.ID], unclaimed[c.ID] = true, host.IsMemberName(c.Name)
+		taken := host.IsMemberName(c.Name) && p.Host.Warm().Taken(c.ID)
+		if host.IsMemberName(c.Name) && !taken {
+			if taken, err = index.Recorded(ctx, p.Client, pool.Namespace, c.ID); err != nil {
+				return ms, err
+			}
+		}
 		switch why := p.judgeMember(pool, class, c); {
 		case !host.IsMemberName(c.Name):
 			ms.claimed++
-		case p.Host.Warm().Taken(c.ID):
+		case taken:
 		case why != "":
 			ms.unwanted = append(ms.unwanted, unwanted{c: c, why: why})
 		case p.isReady(c.ID):

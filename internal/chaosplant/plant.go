@@ -36,6 +36,9 @@ const Env = "SANDBOX_CHAOS_PLANT"
 const (
 	CrashEnv           = "SANDBOX_CRASH_AFTER"
 	AfterClaimRecorded = "claim-recorded"
-	AfterClaimRenamed  = "claim-renamed"
-	AfterClaimRotated  = "claim-rotated"
+	// AfterClaimSecret: the Secret is made with a reserved member's password,
+	// the member not yet renamed.
+	AfterClaimSecret  = "claim-secret"
+	AfterClaimRenamed = "claim-renamed"
+	AfterClaimRotated = "claim-rotated"
 )

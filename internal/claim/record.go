@@ -62,20 +62,24 @@ type Recent struct {
 	m  map[types.UID]map[string]Record
 }
 
-// Write records rec as the claim of sb's service of engine, in its status (a
-// merge patch of one key: services claiming at once do not conflict), then
-// remembers it until the cache shows it.
-func (rc *Recent) Write(ctx context.Context, c client.Client, sb *sandboxv1.Sandbox, engine string, rec Record) error {
-	body := map[string]any{"status": map[string]any{"claims": map[string]sandboxv1.ServiceClaim{
-		engine: {ContainerID: rec.ID, Credentials: rec.Credentials}}}}
-	target, patch, err := mergePatch(sb, body)
+// Write records recs as the claims of sb's services, by engine, in its status
+// (one merge patch of their keys only: services claiming at once do not
+// conflict), then remembers them until the cache shows them.
+func (rc *Recent) Write(ctx context.Context, c client.Client, sb *sandboxv1.Sandbox, recs map[string]Record) error {
+	claims := make(map[string]sandboxv1.ServiceClaim, len(recs))
+	for engine, rec := range recs {
+		claims[engine] = sandboxv1.ServiceClaim{ContainerID: rec.ID, Credentials: rec.Credentials}
+	}
+	target, patch, err := mergePatch(sb, map[string]any{"status": map[string]any{"claims": claims}})
 	if err == nil {
 		err = c.Status().Patch(ctx, target, patch)
 	}
 	if err != nil {
 		return err
 	}
-	rc.add(sb.UID, engine, rec)
+	for engine, rec := range recs {
+		rc.add(sb.UID, engine, rec)
+	}
 	return nil
 }
 

@@ -28,17 +28,18 @@ type Claimed struct {
 	Container dd.Container
 	// Taken is set when the service's name is held by another container.
 	Taken *dd.ConflictError
+	// Renamed: the member holds the service's name (even when a later step failed).
+	Renamed bool
 }
 
 // Claim makes member m serve svc: renamed to the service's container name
 // (atomic, and Docker keeps names unique, so no two Sandboxes can hold one
-// member), then its password rotated to svc's and proven by a login: the
+// member), then, unless svc's password is the member's own (its Secret was
+// made with it), its password rotated to svc's and proven by a login: the
 // rotation prepared when the member was offered, or one prepared now.
 // The caller records the claim before calling (see docs/pools.md).
 func (h *Host) Claim(ctx context.Context, svc Service, m Member) (Claimed, error) {
-	defer h.warm.release(m.ID) // a rotation prepared ahead, when the claim ends before it runs
-	h.warm.claims.Add(1)
-	defer h.warm.claims.Add(-1)
+	defer h.warm.release(m.ID) // the claim ends; a rotation prepared ahead, when it did not run
 	var out Claimed
 	err := h.driver.Rename(ctx, m.ID, svc.Container.Name)
 	if errors.As(err, &out.Taken) {
@@ -47,13 +48,27 @@ func (h *Host) Claim(ctx context.Context, svc Service, m Member) (Claimed, error
 	if err != nil {
 		return out, fmt.Errorf("renaming pool member %s: %w", m.Name, err)
 	}
+	out.Renamed = true
 	chaosplant.CrashAfter(chaosplant.AfterClaimRenamed)
-	if detail := h.rotate(ctx, svc, m.ID, m.Password, m.Address, h.warm.rotation(m.ID)); detail != "" {
-		return out, errors.New(detail)
+	if svc.Password != m.Password {
+		if detail := h.rotate(ctx, svc, m.ID, m.Password, m.Address, h.warm.rotation(m.ID)); detail != "" {
+			return out, errors.New(detail)
+		}
+		chaosplant.CrashAfter(chaosplant.AfterClaimRotated)
 	}
-	chaosplant.CrashAfter(chaosplant.AfterClaimRotated)
-	out.Container, err = h.driver.Inspect(ctx, m.ID)
-	return out, err
+	out.Container = claimedContainer(svc, m)
+	return out, nil
+}
+
+// claimedContainer is member m as it serves svc, from what its pool's probe
+// saw (a rename changes neither its state nor its address; no inspect needed).
+func claimedContainer(svc Service, m Member) dd.Container {
+	network := svc.Network
+	if network == "" {
+		network = "bridge"
+	}
+	return dd.Container{ID: m.ID, Name: svc.Container.Name, State: dd.StateRunning,
+		Networks: map[string]dd.Endpoint{network: {IPAddress: m.Address}}}
 }
 
 // Rotate switches a claimed member's credentials from its own password to svc's

@@ -3,7 +3,6 @@ package host
 import (
 	"slices"
 	"sync"
-	"sync/atomic"
 
 	dd "github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver"
 )
@@ -32,18 +31,24 @@ type Warm struct {
 	// rotations are members' Rotate steps prepared ahead, by member ID, kept
 	// until a claim runs one or the member goes.
 	rotations map[string]dd.PreparedExec
-	// claims counts the claims in flight on the host; refills wait for them.
-	claims atomic.Int32
+	// claiming are the members taken and not yet claimed or removed: the
+	// claims in flight on the host, which refills wait for.
+	claiming map[string]bool
 }
 
-// Claiming says whether a claim is in flight on the host. A refill's start
-// (initdb for postgres) takes the CPU a claim's rotation needs, so refills wait
-// while one runs (see sandboxpool.Reconciler.create).
-func (w *Warm) Claiming() bool { return w.claims.Load() > 0 }
+// Claiming says whether a claim is in flight on the host, from the Take of its
+// member to its end. A refill's start (initdb for postgres) takes the CPU a
+// claim's rotation needs, so refills wait while one runs (see
+// sandboxpool.Reconciler.create).
+func (w *Warm) Claiming() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.claiming) > 0
+}
 
 // NewWarm is an empty index.
 func NewWarm() *Warm {
-	return &Warm{free: map[string][]Member{}, taken: map[string]string{}, rotations: map[string]dd.PreparedExec{}}
+	return &Warm{free: map[string][]Member{}, taken: map[string]string{}, rotations: map[string]dd.PreparedExec{}, claiming: map[string]bool{}}
 }
 
 // Offer sets the claimable members of one pool, minus those already taken, and
@@ -111,13 +116,15 @@ func (w *Warm) Reset() {
 	for id := range w.rotations {
 		w.dropRotation(id)
 	}
-	w.free, w.taken = map[string][]Member{}, map[string]string{}
+	w.free, w.taken, w.claiming = map[string][]Member{}, map[string]string{}, map[string]bool{}
 }
 
-// release closes member id's prepared rotation, if any: the member goes.
+// release ends member id's claim, if one is in flight, and closes its prepared
+// rotation, if any: the claim is over, or the member goes.
 func (w *Warm) release(id string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	delete(w.claiming, id)
 	w.dropRotation(id)
 }
 
@@ -129,7 +136,8 @@ func (w *Warm) dropRotation(id string) {
 }
 
 // Take claims a member of class from the pools of namespace (only those named
-// in pools, when any): the oldest of the fullest pool, so claims spread.
+// in pools, when any): the oldest of the fullest pool, so claims spread. The
+// claim is in flight until Host.Claim ends or Host.Remove removes the member.
 func (w *Warm) Take(namespace, class string, pools []string) (Member, bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -148,6 +156,7 @@ func (w *Warm) Take(namespace, class string, pools []string) (Member, bool) {
 	}
 	m := w.free[best][0]
 	w.taken[m.ID] = best
+	w.claiming[m.ID] = true
 	if w.free[best] = w.free[best][1:]; len(w.free[best]) == 0 {
 		delete(w.free, best)
 	}

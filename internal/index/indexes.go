@@ -50,9 +50,35 @@ func Register(mgr ctrl.Manager, opts options.Options) error {
 	if err := indexer.IndexField(ctx, &sandboxv1.Sandbox{}, InitConfigMap, initConfigMaps); err != nil {
 		return err
 	}
+	if err := indexer.IndexField(ctx, &sandboxv1.Sandbox{}, ClaimedContainer, claimedContainers); err != nil {
+		return err
+	}
 	return indexer.IndexField(ctx, &sandboxv1.SandboxPool{}, DockerHost, func(obj client.Object) []string {
 		return []string{obj.(*sandboxv1.SandboxPool).Spec.DockerHost}
 	})
+}
+
+// ClaimedContainer indexes Sandboxes by the pool members their claim records
+// (status.claims) name: a pool offers none of them, renamed or not.
+const ClaimedContainer = "sandbox.roboco.io/claimed-container"
+
+func claimedContainers(obj client.Object) []string {
+	var ids []string
+	for _, c := range obj.(*sandboxv1.Sandbox).Status.Claims {
+		if c.ContainerID != "" {
+			ids = append(ids, c.ContainerID)
+		}
+	}
+	return ids
+}
+
+// Recorded says whether a Sandbox of namespace records a claim of container id.
+func Recorded(ctx context.Context, reader client.Reader, namespace, id string) (bool, error) {
+	var list sandboxv1.SandboxList
+	if err := reader.List(ctx, &list, client.InNamespace(namespace), client.MatchingFields{ClaimedContainer: id}); err != nil {
+		return false, err
+	}
+	return len(list.Items) > 0, nil
 }
 
 // InitConfigMap indexes Sandboxes by the ConfigMaps their services' init

@@ -28,27 +28,31 @@ var sandboxPools = schema.GroupVersionResource{Group: "sandbox.roboco.io", Versi
 // the orchestrator's (client-go create → its watch sees Ready for the current
 // generation) and kubectl's (apply → wait returns), and the same Sandbox cold
 // (spec.pools.policy: Never) on the first clock; the three kinds of run are
-// interleaved, SANDBOX_BENCH_CLAIMS (default 20) of each. Claimed Sandboxes are
+// interleaved, SANDBOX_BENCH_CLAIMS (default 30) of each. Claimed Sandboxes are
 // kept until the end, so the pools' status.claimed tells a pass after each claim.
 func TestBenchPoolClaim(t *testing.T) {
+	benchClaims(t, "bench-claim", benchCount("SANDBOX_BENCH_CLAIMS", 30), true, "postgres", "redis")
+}
+
+// TestBenchPoolClaimMongo is TestBenchPoolClaim for a mongo Sandbox
+// (SANDBOX_BENCH_MONGO_CLAIMS, default 10, of each kind; kubectl's clock aside).
+func TestBenchPoolClaimMongo(t *testing.T) {
+	benchClaims(t, "bench-claim-mongo", benchCount("SANDBOX_BENCH_MONGO_CLAIMS", 10), false, "mongo")
+}
+
+// benchClaims runs n claims of a Sandbox of engines from full pools of 5
+// (client-go, and kubectl too when withKubectl), interleaved with n cold ones.
+func benchClaims(t *testing.T, name string, n int, withKubectl bool, engines ...string) {
 	testenv.BenchOnly(t)
-	n := benchCount("SANDBOX_BENCH_CLAIMS", 20)
 	metrics := testenv.FreeAddr(t)
 	startManager(t, "--metrics-bind-address", metrics)
-	b := newPoolBench(t, "bench-claim", 5, "postgres", "redis")
+	b := newPoolBench(t, name, 5, engines...)
 	t.Logf("load average at start: %s", loadAvg())
 	var warmGo, warmKubectl, cold []time.Duration
+	services := "[{engine: " + strings.Join(engines, "}, {engine: ") + "}]"
 	runs := []func(i int){
 		func(i int) {
 			warmGo = append(warmGo, b.createReady(b.sandbox(fmt.Sprintf("go-%d", i), false)))
-			b.claimed++
-		},
-		func(i int) {
-			name := fmt.Sprintf("kc-%d", i)
-			applyStart := time.Now()
-			applyYAML(t, b.ns, sandboxYAML(name, name+"-"+runID, "{policy: None}", "[{engine: postgres}, {engine: redis}]"))
-			kubectl(t, "wait", "-n", b.ns, "--for=condition=Ready", "sandbox/"+name, "--timeout=180s")
-			warmKubectl = append(warmKubectl, time.Since(applyStart))
 			b.claimed++
 		},
 		func(i int) {
@@ -56,6 +60,16 @@ func TestBenchPoolClaim(t *testing.T) {
 			cold = append(cold, b.createReady(b.sandbox(name, true)))
 			b.deleteGone(name)
 		},
+	}
+	if withKubectl {
+		runs = append(runs, func(i int) {
+			name := fmt.Sprintf("kc-%d", i)
+			applyStart := time.Now()
+			applyYAML(t, b.ns, sandboxYAML(name, name+"-"+runID, "{policy: None}", services))
+			kubectl(t, "wait", "-n", b.ns, "--for=condition=Ready", "sandbox/"+name, "--timeout=180s")
+			warmKubectl = append(warmKubectl, time.Since(applyStart))
+			b.claimed++
+		})
 	}
 	for i := range n {
 		for k := range runs {
@@ -65,13 +79,16 @@ func TestBenchPoolClaim(t *testing.T) {
 	}
 	b.waitFull(3 * time.Minute)
 	hits, misses := b.claimResults()
-	t.Logf("postgres+redis, %d runs of each kind interleaved (claims: %d hits, %d misses per engine), load average at end: %s", n, hits, misses, loadAvg())
+	what := strings.Join(engines, "+")
+	t.Logf("%s, %d runs of each kind interleaved (claims: %d hits, %d misses per engine), load average at end: %s", what, n, hits, misses, loadAvg())
 	t.Logf("  warm, client-go create → watch sees Ready: %s", stats(warmGo))
-	t.Logf("  warm, kubectl apply → kubectl wait returns: %s", stats(warmKubectl))
+	if withKubectl {
+		t.Logf("  warm, kubectl apply → kubectl wait returns: %s", stats(warmKubectl))
+	}
 	t.Logf("  cold (policy Never), client-go create → watch sees Ready: %s", stats(cold))
 	t.Logf("  cold / warm on the orchestrator's clock: p50 ×%.1f, p99 ×%.1f",
 		testenv.Median(cold).Seconds()/testenv.Median(warmGo).Seconds(), slices.Max(cold).Seconds()/slices.Max(warmGo).Seconds())
-	t.Logf("  the manager's sandbox_pool_claim_seconds (record, rename, rotate, inspect): %s", claimHistogram(t, metrics))
+	t.Logf("  the manager's sandbox_pool_claim_seconds (rename, a rotation where one is needed, inspect): %s", claimHistogram(t, metrics))
 	t.Logf("  its Claimed events: %s; Warning events: %q", claimedEvents(t, b.ns), warnings(t, b.ns))
 }
 

@@ -26,7 +26,7 @@ import (
 // SANDBOX_BENCH_BURST_ENGINES="redis" bursts lighter Sandboxes.
 func TestBenchPoolBurst(t *testing.T) {
 	testenv.BenchOnly(t)
-	n := benchCount("SANDBOX_BENCH_BURST", 20)
+	n := benchCount("SANDBOX_BENCH_BURST", 50)
 	engines := strings.Fields(os.Getenv("SANDBOX_BENCH_BURST_ENGINES"))
 	if len(engines) == 0 {
 		engines = []string{"postgres", "redis"}
@@ -41,6 +41,9 @@ func TestBenchPoolBurst(t *testing.T) {
 	b.waitFull(15 * time.Minute)
 	refill := time.Since(b.started)
 	hits, misses := b.claimResults()
+	if dup := b.sharedContainers(); len(dup) > 0 {
+		t.Errorf("containers serving more than one Sandbox: %v", dup)
+	}
 	kubectl(t, "delete", "-n", b.ns, "sandboxes", "--all", "--timeout=600s")
 	b.claimed = -1 // the pools' claimed members went with their Sandboxes
 	b.waitFull(15 * time.Minute)
@@ -52,6 +55,28 @@ func TestBenchPoolBurst(t *testing.T) {
 	t.Logf("  pools full again %s after the first create (%s after the last Ready)", ms(refill), ms(refill-warmAll))
 	t.Logf("  cold (policy Never): all Ready after %s; each %s", ms(coldAll), stats(cold))
 	t.Logf("  cold / warm, until all Ready: ×%.1f", coldAll.Seconds()/warmAll.Seconds())
+}
+
+// sharedContainers are the containers the status of more than one Sandbox of
+// the namespace names.
+func (b *poolBench) sharedContainers() []string {
+	b.t.Helper()
+	list, err := b.dyn.Resource(sandboxes).Namespace(b.ns).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	seen, shared := map[string]string{}, []string{}
+	for _, sb := range list.Items {
+		services, _, _ := unstructured.NestedSlice(sb.Object, "status", "services")
+		for _, s := range services {
+			id, _, _ := unstructured.NestedString(s.(map[string]any), "containerID")
+			if other, ok := seen[id]; ok && id != "" {
+				shared = append(shared, id+" ("+other+", "+sb.GetName()+")")
+			}
+			seen[id] = sb.GetName()
+		}
+	}
+	return shared
 }
 
 // burst creates n Sandboxes at once, one goroutine each, and returns how long

@@ -173,15 +173,22 @@ func login(t *testing.T, engine string, vars map[string]string, password string)
 	}
 }
 
-// rotatedAway proves a claimed service takes the Sandbox's password (its Secret's
-// variables vars) by its published host name, and refuses the member's earlier one.
-func rotatedAway(t *testing.T, engine string, vars map[string]string, passwordKey, earlier string) {
+// servesOwnPassword proves a member claimed by a new Sandbox answers, by its
+// published host name, to the password its Secret (vars) holds, and that this
+// is the member's own from before the claim (earlier, by member ID), which no
+// other member has: the claim rotated nothing, and no one else knows it.
+func servesOwnPassword(t *testing.T, engine, id string, vars map[string]string, passwordKey string, earlier map[string]string) {
 	t.Helper()
 	if out, in, _ := login(t, engine, vars, vars[passwordKey]); !in {
 		t.Errorf("%s refused the Secret's password: %s", engine, out)
 	}
-	if out, in, refused := login(t, engine, vars, earlier); in || !refused {
-		t.Errorf("%s: the member's earlier password: logged in %v, refused for its credentials %v: %s", engine, in, refused, out)
+	if vars[passwordKey] != earlier[id] {
+		t.Errorf("%s: the Secret does not hold the member's own password", engine)
+	}
+	for other, pw := range earlier {
+		if other != id && pw == vars[passwordKey] {
+			t.Errorf("%s: member %s also has the Sandbox's password", engine, other)
+		}
 	}
 }
 

@@ -22,8 +22,8 @@ var (
 )
 
 // TestPoolKubectlUser: apply the pool sample, wait for the pools, then a Sandbox
-// of their classes is served by their members: renamed, its password rotated to
-// the Sandbox's (the member's earlier one refused), and the pools refill.
+// of their classes is served by their members: renamed, its Secret made with
+// the member's own password (no other member's), and the pools refill.
 func TestPoolKubectlUser(t *testing.T) {
 	startManager(t)
 	ns := newNamespace(t, "pools")
@@ -73,8 +73,8 @@ func TestPoolKubectlUser(t *testing.T) {
 }
 
 // memberServes checks that a Sandbox's service s is served by a member of the
-// pool poolUID, named name, whose password was rotated from its earlier one to
-// the Sandbox's (vars, its Secret).
+// pool poolUID, named name, whose own password the Sandbox's Secret (vars)
+// holds.
 func memberServes(t *testing.T, s serviceStatus, poolUID, name string, earlier, vars map[string]string) {
 	t.Helper()
 	label := docker(t, "inspect", "-f", `{{index .Config.Labels "`+poolUIDLabel+`"}}`, s.ContainerID)
@@ -84,12 +84,11 @@ func memberServes(t *testing.T, s serviceStatus, poolUID, name string, earlier, 
 	if got := strings.TrimPrefix(strings.TrimSpace(docker(t, "inspect", "-f", "{{.Name}}", s.ContainerID)), "/"); got != name || s.ContainerName != name {
 		t.Errorf("%s: container named %s (status %s), want %s", s.Engine, got, s.ContainerName, name)
 	}
-	old, ok := earlier[s.ContainerID]
-	if !ok {
+	if _, ok := earlier[s.ContainerID]; !ok {
 		t.Errorf("%s: container %s was not a member before the claim", s.Engine, s.ContainerID)
 		return
 	}
-	rotatedAway(t, s.Engine, vars, passwordKeys[s.Engine], old)
+	servesOwnPassword(t, s.Engine, s.ContainerID, vars, passwordKeys[s.Engine], earlier)
 	if got := containerPassword(t, s.Engine, s.ContainerID); got != vars[passwordKeys[s.Engine]] {
 		t.Errorf("%s: the member's password file does not hold the Sandbox's password", s.Engine)
 	}
@@ -169,9 +168,9 @@ func TestPoolClaimSurvivesSIGKILL(t *testing.T) {
 		clearStatus bool
 	}{
 		{chaosplant.AfterClaimRecorded, false},
+		{chaosplant.AfterClaimSecret, false},
 		{chaosplant.AfterClaimRenamed, false},
-		{chaosplant.AfterClaimRotated, false},
-		{chaosplant.AfterClaimRotated, true},
+		{chaosplant.AfterClaimRenamed, true},
 	} {
 		name := tc.point
 		if tc.clearStatus {
@@ -205,7 +204,7 @@ func crashDuringClaim(t *testing.T, bin, id, point string, clearStatus bool) {
 	}
 	startManager(t)
 	kubectl(t, "wait", "-n", ns, "--for=condition=Ready", "sandbox/first", "--timeout=180s")
-	if first := servedOnce(t, ns, "first", uid); point != chaosplant.AfterClaimRecorded && first != record {
+	if first := servedOnce(t, ns, "first", uid); (point == chaosplant.AfterClaimRenamed) && first != record {
 		t.Errorf("first is served by %s, not by the member it claimed and renamed, %s", first, record)
 	}
 	waitRefilled(t, ns, "redis", uid, 2, claimedOf(t, map[string]string{servedOnce(t, ns, "first", uid): "first"}, uid))
@@ -224,6 +223,9 @@ func crashDuringClaim(t *testing.T, bin, id, point string, clearStatus bool) {
 		if out, in, _ := login(t, "redis", vars, vars[passwordKeys["redis"]]); !in {
 			t.Errorf("%s: redis refused its Secret's password: %s", name, out)
 		}
+	}
+	if a, b := secretData(t, ns, "first-sandbox"), secretData(t, ns, "second-sandbox"); a[passwordKeys["redis"]] == b[passwordKeys["redis"]] {
+		t.Errorf("first and second hold the same redis password: a member's password reached two Secrets")
 	}
 	claimed := claimedOf(t, served, uid)
 	t.Logf("after the crash %s: %d of 2 Sandboxes claimed a pool member (any other started cold)", point, claimed)

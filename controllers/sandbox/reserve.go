@@ -1,0 +1,63 @@
+package sandbox
+
+import (
+	"context"
+	"fmt"
+
+	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
+	"github.com/roboco-sandbox/sandbox-controller/internal/chaosplant"
+	"github.com/roboco-sandbox/sandbox-controller/internal/claim"
+	"github.com/roboco-sandbox/sandbox-controller/internal/host"
+)
+
+// reserve takes, for a Sandbox whose first Secret is about to be made, a ready
+// pool member for each service that may claim one, and records the claims in
+// one status patch. The Secret is then made with the members' own passwords,
+// which no one was ever given, so the claim that follows is a rename with no
+// rotation (see docs/pools.md). A member is recorded before its password
+// reaches the Secret, so that no pool offers it again: this manager's Warm
+// knows it taken, and after a restart the records do (index.ClaimedContainer).
+// Services with no member left are not reserved: they claim later (with a
+// rotation) or start cold.
+func (r *Reconciler) reserve(ctx context.Context, sb *sandboxv1.Sandbox) (map[string]host.Member, error) {
+	taken, recs := map[string]host.Member{}, map[string]claim.Record{}
+	for _, s := range sb.Spec.Services {
+		// Note: a service that does not resolve is reported by the pass.
+		svc, err := r.ResolveService(ctx, sb, s, "")
+		if err != nil || !r.mayClaim(serviceWork{sb: sb, svc: svc}) {
+			continue
+		}
+		m, ok := r.Host.Warm().Take(sb.Namespace, host.ClassHash(svc.Container), poolNames(sb))
+		if !ok {
+			continue
+		}
+		taken[svc.Engine.Name()] = m
+		recs[svc.Engine.Name()] = claim.Record{ID: m.ID, Credentials: host.CredentialsHash(m.Password)}
+	}
+	if len(taken) == 0 {
+		return nil, nil
+	}
+	if err := r.claims.Write(ctx, r.Client, sb, recs); err != nil {
+		r.unreserve(ctx, taken)
+		return nil, fmt.Errorf("recording the claims of pool members: %w", err)
+	}
+	chaosplant.CrashAfter(chaosplant.AfterClaimRecorded)
+	return taken, nil
+}
+
+// unreserve removes reserved members no service claimed: each may be recorded
+// and its password in the Secret, so it can serve no one else. A removal that
+// fails is left to the pass that finds the member recorded and not renamed.
+func (r *Reconciler) unreserve(ctx context.Context, ms map[string]host.Member) {
+	for _, m := range ms {
+		_ = r.Host.Remove(ctx, m.ID)
+	}
+}
+
+// poolNames are the pools a Sandbox may claim from (none: any).
+func poolNames(sb *sandboxv1.Sandbox) []string {
+	if p := sb.Spec.Pools; p != nil {
+		return p.Names
+	}
+	return nil
+}
