@@ -31,10 +31,10 @@ func (r *Reconciler) claimService(ctx context.Context, w serviceWork, res servic
 		return res, false
 	}
 	start := time.Now()
-	defer r.PokePool(types.NamespacedName{Namespace: m.Namespace, Name: m.Pool})
+	afterPass(ctx, func() { r.PokePool(types.NamespacedName{Namespace: m.Namespace, Name: m.Pool}) })
 	if w.reserved == nil {
 		rec := claim.Record{ID: m.ID, Credentials: host.CredentialsHash(w.svc.Password)}
-		if err := r.claims.Write(ctx, r.Client, w.sb, map[string]claim.Record{e: rec}); err != nil {
+		if err := r.claims.Write(ctx, r.Client, w.sb, map[string]claim.Record{e: rec}, nil); err != nil {
 			// Note: nothing renamed yet, but the member may be recorded: it is not offered again.
 			_ = r.Host.Remove(ctx, m.ID)
 			res.containers = part{reason: sandboxv1.ReasonCreating, message: fmt.Sprintf("recording the claim of a pool member failed: %v; retrying", err)}

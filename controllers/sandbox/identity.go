@@ -20,7 +20,8 @@ import (
 )
 
 // reconcileDockerHost binds the Sandbox to the Docker host the manager talks to on
-// its first pass, persisted before anything exists there, and afterwards checks
+// its first pass, persisted before anything exists there (with the claim
+// records, or by bindFirst), and afterwards checks
 // that it is still that host. When it is not, or cannot be proven, the pass stops
 // here: nothing is created, removed or judged for the Sandbox, and status says why.
 func (r *Reconciler) reconcileDockerHost(ctx context.Context, sb *sandboxv1.Sandbox) (ctrl.Result, bool, error) {
@@ -32,12 +33,14 @@ func (r *Reconciler) reconcileDockerHost(ctx context.Context, sb *sandboxv1.Sand
 		hostUnproven(sb, err, retryLater(ctx))
 		return r.memory.pace(ctx, sb, ctrl.Result{}), false, kit.PatchStatus(ctx, r.Client, before, sb)
 	case bound == nil:
+		// Note: written with the pass's first status write, which comes before
+		// anything is made on the host (bindFirst).
 		sb.Status.DockerHost = kit.HostStatus(current)
-		if err := kit.PatchStatus(ctx, r.Client, before, sb); err != nil {
-			return ctrl.Result{}, false, err
-		}
-		r.Recorder.Eventf(sb, nil, corev1.EventTypeNormal, sandboxv1.EventDockerHostBound, sandboxv1.ActionReconcile,
-			"bound to Docker host %s", kit.DescribeHost(*sb.Status.DockerHost))
+		bindLater(ctx)
+		desc := kit.DescribeHost(*sb.Status.DockerHost)
+		afterPass(ctx, func() {
+			r.Recorder.Eventf(sb, nil, corev1.EventTypeNormal, sandboxv1.EventDockerHostBound, sandboxv1.ActionReconcile, "bound to Docker host %s", desc)
+		})
 		logf.FromContext(ctx).Info("Sandbox bound to its Docker host", "hostID", current.ID, "daemonID", current.DaemonID, "hostName", current.Name)
 		return ctrl.Result{}, true, nil
 	case bound.ID != current.ID && !chaosplant.Active(chaosplant.IdentitySkipped):
@@ -126,4 +129,29 @@ func wrongHost(sb *sandboxv1.Sandbox, msg string) {
 		kit.SetCondition(sb, t, metav1.ConditionUnknown, sandboxv1.ReasonWrongDockerHost, "not observed: the manager talks to another Docker host")
 	}
 	meta.RemoveStatusCondition(&sb.Status.Conditions, sandboxv1.ConditionReconciling)
+}
+
+// bindLater notes that the pass bound the Sandbox and has not written it yet.
+func bindLater(ctx context.Context) {
+	if p, ok := ctx.Value(passKey{}).(*pass); ok {
+		p.unbound.Store(true)
+	}
+}
+
+// bindingUnwritten says whether the pass's binding waits for its first status
+// write, and takes it as written (the caller writes it).
+func bindingUnwritten(ctx context.Context) bool {
+	p, ok := ctx.Value(passKey{}).(*pass)
+	return ok && p.unbound.Swap(false)
+}
+
+// bindFirst writes the pass's binding when no status write carried it yet:
+// before anything is made on the host.
+func (r *Reconciler) bindFirst(ctx context.Context, sb *sandboxv1.Sandbox) error {
+	if !bindingUnwritten(ctx) {
+		return nil
+	}
+	before := sb.DeepCopy()
+	before.Status.DockerHost = nil
+	return kit.PatchStatus(ctx, r.Client, before, sb)
 }

@@ -69,6 +69,39 @@ func (m *memory) reset() {
 type pass struct {
 	failed  atomic.Bool
 	retryIn time.Duration
+	// unbound: the pass bound the Sandbox to its host, not yet written.
+	unbound atomic.Bool
+	// later is what waits for the pass's writes (events, pool refills), so that
+	// it does not compete with them for the API server and the daemon.
+	mu    sync.Mutex
+	later []func()
+}
+
+// afterPass runs f when the pass has written what it learned (at once outside a pass).
+func afterPass(ctx context.Context, f func()) {
+	p, ok := ctx.Value(passKey{}).(*pass)
+	if !ok {
+		f()
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.later = append(p.later, f)
+}
+
+// endPass runs what waited for the pass's writes.
+func endPass(ctx context.Context) {
+	p, ok := ctx.Value(passKey{}).(*pass)
+	if !ok {
+		return
+	}
+	p.mu.Lock()
+	later := p.later
+	p.later = nil
+	p.mu.Unlock()
+	for _, f := range later {
+		f()
+	}
 }
 
 type passKey struct{}

@@ -88,7 +88,7 @@ func (r *Reconciler) recover(ctx context.Context, sb *sandboxv1.Sandbox, lost []
 			continue
 		}
 		rec := claim.Record{ID: c.ID, Credentials: host.CredentialsHash(s.Password)}
-		if err := r.claims.Write(ctx, r.Client, sb, map[string]claim.Record{e: rec}); err != nil {
+		if err := r.claims.Write(ctx, r.Client, sb, map[string]claim.Record{e: rec}, nil); err != nil {
 			logf.FromContext(ctx).Error(err, "Recording a recovered claim", "engine", e, "container", c.Name)
 			continue
 		}

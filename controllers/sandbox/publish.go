@@ -25,8 +25,13 @@ func (r *Reconciler) publish(ctx context.Context, before, sb *sandboxv1.Sandbox,
 }
 
 // report emits events for milestones and for conditions that turned to a failure,
-// once per transition rather than every pass.
+// once per transition rather than every pass, once the pass wrote its status.
 func (r *Reconciler) report(ctx context.Context, sb *sandboxv1.Sandbox, results []serviceResult, wasReady bool, old map[string]string) {
+	sb = sb.DeepCopy()
+	afterPass(ctx, func() { r.reportNow(ctx, sb, results, wasReady, old) })
+}
+
+func (r *Reconciler) reportNow(ctx context.Context, sb *sandboxv1.Sandbox, results []serviceResult, wasReady bool, old map[string]string) {
 	log := logf.FromContext(ctx)
 	for _, res := range results {
 		for _, ev := range res.events {

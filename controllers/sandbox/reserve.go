@@ -12,7 +12,8 @@ import (
 
 // reserve takes, for a Sandbox whose first Secret is about to be made, a ready
 // pool member for each service that may claim one, and records the claims in
-// one status patch. The Secret is then made with the members' own passwords,
+// one status patch (with the Sandbox's binding to its host, when the pass
+// made it). The Secret is then made with the members' own passwords,
 // which no one was ever given, so the claim that follows is a rename with no
 // rotation (see docs/pools.md). A member is recorded before its password
 // reaches the Secret, so that no pool offers it again: this manager's Warm
@@ -37,7 +38,14 @@ func (r *Reconciler) reserve(ctx context.Context, sb *sandboxv1.Sandbox) (map[st
 	if len(taken) == 0 {
 		return nil, nil
 	}
-	if err := r.claims.Write(ctx, r.Client, sb, recs); err != nil {
+	var also map[string]any
+	if bindingUnwritten(ctx) {
+		also = map[string]any{"dockerHost": sb.Status.DockerHost}
+	}
+	if err := r.claims.Write(ctx, r.Client, sb, recs, also); err != nil {
+		if also != nil {
+			bindLater(ctx)
+		}
 		r.unreserve(ctx, taken)
 		return nil, fmt.Errorf("recording the claims of pool members: %w", err)
 	}

@@ -117,6 +117,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	r.memory.current(sb)
 	defer r.memory.wrote(sb.ResourceVersion, sb)
 	ctx = r.memory.startPass(ctx, sb)
+	defer endPass(ctx)
 	if !sb.DeletionTimestamp.IsZero() {
 		return r.reconcileDelete(ctx, sb)
 	}
@@ -128,6 +129,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return result, err
 	}
 	before := sb.DeepCopy()
+	if p, ok := ctx.Value(passKey{}).(*pass); ok && p.unbound.Load() {
+		before.Status.DockerHost = nil // every status write of the pass carries the binding
+	}
 	life, err := r.reconcileLifetime(ctx, sb)
 	if err != nil || life.ended {
 		return ctrl.Result{}, errors.Join(err, kit.PatchStatus(ctx, r.Client, before, sb))
@@ -168,6 +172,10 @@ func (r *Reconciler) provision(ctx context.Context, sb *sandboxv1.Sandbox) (ctrl
 		return ctrl.Result{}, nil, err
 	}
 	r.secrets.stop(key)
+	if err := r.bindFirst(ctx, sb); err != nil {
+		r.unreserve(ctx, creds.reserved)
+		return ctrl.Result{}, nil, err
+	}
 	result, err := r.reconcileServices(ctx, sb, creds)
 	return result, creds, err
 }

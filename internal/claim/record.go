@@ -63,14 +63,19 @@ type Recent struct {
 }
 
 // Write records recs as the claims of sb's services, by engine, in its status
-// (one merge patch of their keys only: services claiming at once do not
-// conflict), then remembers them until the cache shows them.
-func (rc *Recent) Write(ctx context.Context, c client.Client, sb *sandboxv1.Sandbox, recs map[string]Record) error {
+// (one merge patch of their keys only, and of the other status fields also
+// holds: services claiming at once do not conflict), then remembers them
+// until the cache shows them.
+func (rc *Recent) Write(ctx context.Context, c client.Client, sb *sandboxv1.Sandbox, recs map[string]Record, also map[string]any) error {
 	claims := make(map[string]sandboxv1.ServiceClaim, len(recs))
 	for engine, rec := range recs {
 		claims[engine] = sandboxv1.ServiceClaim{ContainerID: rec.ID, Credentials: rec.Credentials}
 	}
-	target, patch, err := mergePatch(sb, map[string]any{"status": map[string]any{"claims": claims}})
+	status := map[string]any{"claims": claims}
+	for k, v := range also {
+		status[k] = v
+	}
+	target, patch, err := mergePatch(sb, map[string]any{"status": status})
 	if err == nil {
 		err = c.Status().Patch(ctx, target, patch)
 	}
