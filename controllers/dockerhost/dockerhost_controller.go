@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -49,6 +50,18 @@ type Reconciler struct {
 	Implicit string
 	// Dial replaces connecting to an endpoint (Setup.Dial).
 	Dial func(ctx context.Context, h *sandboxv1.DockerHost) (dd.Driver, error)
+
+	// probed is when each host's daemon was last asked (by name), with the
+	// generation it was asked for: the passes a Sandbox's bind or release
+	// brings count the allocation only, so a burst of claims does not ping
+	// the daemon it is busy with.
+	probedMu sync.Mutex
+	probed   map[string]probe
+}
+
+type probe struct {
+	at         time.Time
+	generation int64
 }
 
 // Reconcile observes one DockerHost.
@@ -75,11 +88,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if done, err := r.finalize(ctx, h, bound); done || err != nil {
 		return ctrl.Result{RequeueAfter: hostProbeInterval}, err
 	}
-	if setErr != nil {
+	switch {
+	case setErr != nil:
 		kit.SetCondition(h, sandboxv1.ConditionReady, metav1.ConditionFalse, hostErrorReason(setErr), kit.Cut(setErr.Error(), kit.NoteLimit))
-	} else {
+	case r.probeDue(h):
 		r.observe(ctx, h, hs)
 		r.requeueOnTurn(ctx, before, h, hs)
+		r.noteProbe(h)
 	}
 	if m := r.Fleet.Manager(); m != "" {
 		h.Status.Manager = m
@@ -93,6 +108,26 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	return ctrl.Result{RequeueAfter: kit.Jitter(hostProbeInterval)}, nil
+}
+
+// probeDue says whether h's daemon is to be asked this pass: it was not asked
+// for h's generation, did not answer, or was asked longer than most of the
+// probe interval ago (the periodic pass always asks).
+func (r *Reconciler) probeDue(h *sandboxv1.DockerHost) bool {
+	r.probedMu.Lock()
+	defer r.probedMu.Unlock()
+	p, ok := r.probed[h.Name]
+	return !ok || p.generation != h.Generation || time.Since(p.at) > hostProbeInterval/2 ||
+		!meta.IsStatusConditionTrue(h.Status.Conditions, sandboxv1.ConditionReady)
+}
+
+func (r *Reconciler) noteProbe(h *sandboxv1.DockerHost) {
+	r.probedMu.Lock()
+	defer r.probedMu.Unlock()
+	if r.probed == nil {
+		r.probed = map[string]probe{}
+	}
+	r.probed[h.Name] = probe{at: time.Now(), generation: h.Generation}
 }
 
 // retire stops the controllers of a DockerHost that is gone, once the API

@@ -31,10 +31,13 @@ type ownActions struct {
 	// creating are container names being created: a destroy of that name (with our
 	// labels) is the driver removing what it made and could not start.
 	creating map[string]time.Time
+	// renaming are container IDs we rename (claims): their rename is ours, and
+	// the pass that made it re-queues the member's pool once it has written.
+	renaming map[string]time.Time
 }
 
 func newOwnActions() *ownActions {
-	return &ownActions{removing: map[string]time.Time{}, creating: map[string]time.Time{}}
+	return &ownActions{removing: map[string]time.Time{}, creating: map[string]time.Time{}, renaming: map[string]time.Time{}}
 }
 
 // wrap returns driver with its removals and failed creates remembered.
@@ -51,6 +54,10 @@ func (o *ownActions) caused(ev dd.Event) bool {
 		return true
 	case dd.EventDie, dd.EventOOM:
 		_, ours := o.removing[ev.ID]
+		return ours
+	case dd.EventRename:
+		_, ours := o.renaming[ev.ID]
+		delete(o.renaming, ev.ID)
 		return ours
 	case dd.EventDestroy:
 		if _, ours := o.removing[ev.ID]; ours {
@@ -79,7 +86,7 @@ func (o *ownActions) forget(m map[string]time.Time, key string) {
 
 // prune drops expectations past ownEventTTL. Callers hold o.mu.
 func (o *ownActions) prune(now time.Time) {
-	for _, m := range []map[string]time.Time{o.removing, o.creating} {
+	for _, m := range []map[string]time.Time{o.removing, o.creating, o.renaming} {
 		for k, at := range m {
 			if now.Sub(at) > ownEventTTL {
 				delete(m, k)
@@ -98,6 +105,12 @@ type ownDriver struct {
 func (d ownDriver) Remove(ctx context.Context, nameOrID string, stopTimeout time.Duration) error {
 	d.own.expect(d.own.removing, nameOrID)
 	return d.Driver.Remove(ctx, nameOrID, stopTimeout)
+}
+
+// Rename expects the rename of nameOrID, which callers give as an ID.
+func (d ownDriver) Rename(ctx context.Context, nameOrID, newName string) error {
+	d.own.expect(d.own.renaming, nameOrID)
+	return d.Driver.Rename(ctx, nameOrID, newName)
 }
 
 // CreateContainer expects a destroy of the name while it runs (it may come before
