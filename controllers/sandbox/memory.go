@@ -32,6 +32,8 @@ type recall struct {
 	probes map[string]*probeAttempts
 	// aside are the failed removals of containers Docker could not remove, by ID.
 	aside map[string]*asideRetry
+	// secretTried: a pass tried to make its Secret (see neverMade).
+	secretTried bool
 	// written is the Sandbox as the last pass that wrote it left it.
 	written *sandboxv1.Sandbox
 }
@@ -147,4 +149,17 @@ func (m *memory) pace(ctx context.Context, sb *sandboxv1.Sandbox, result ctrl.Re
 	rec.failures++
 	result.RequeueAfter = kit.Soonest(result.RequeueAfter, p.retryIn)
 	return result
+}
+
+// secretTried notes that a pass tries to make sb's Secret.
+func (m *memory) secretTried(sb *sandboxv1.Sandbox) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.of(sb).secretTried = true
+}
+
+func (m *memory) triedSecret(sb *sandboxv1.Sandbox) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.of(sb).secretTried
 }

@@ -42,7 +42,10 @@ type credentials struct {
 func (r *Reconciler) ensureSecret(ctx context.Context, sb *sandboxv1.Sandbox) (*credentials, error) {
 	key := types.NamespacedName{Namespace: sb.Namespace, Name: sandboxv1.SecretName(sb)}
 	secret := &corev1.Secret{}
-	err := r.APIReader.Get(ctx, key, secret)
+	var err error = apierrors.NewNotFound(corev1.Resource("secrets"), key.Name)
+	if !r.neverMade(ctx, sb, key) {
+		err = r.APIReader.Get(ctx, key, secret)
+	}
 	if err != nil && !apierrors.IsNotFound(err) {
 		return nil, fmt.Errorf("reading Secret %s: %w", key.Name, err)
 	}
@@ -104,10 +107,25 @@ func (r *Reconciler) createSecret(ctx context.Context, sb *sandboxv1.Sandbox, ke
 	if err := controllerutil.SetControllerReference(sb, creds.secret, r.Scheme); err != nil {
 		return err
 	}
+	r.memory.secretTried(sb)
 	if err := r.Create(ctx, creds.secret); err != nil {
 		return fmt.Errorf("creating Secret %s: %w", key.Name, err)
 	}
 	return nil
+}
+
+// neverMade says whether a new Sandbox's Secret is known absent without asking
+// the API server: status names none, no pass of this manager tried to make it,
+// and the cache of the manager's Secrets (listed afresh at start, so it holds
+// what a killed predecessor made) has none. A Secret of that name the manager
+// did not make fails the create, and the next pass reads it.
+func (r *Reconciler) neverMade(ctx context.Context, sb *sandboxv1.Sandbox, key types.NamespacedName) bool {
+	if sb.Status.SecretName != "" || r.memory.triedSecret(sb) {
+		return false
+	}
+	m := &metav1.PartialObjectMetadata{}
+	m.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
+	return apierrors.IsNotFound(r.Get(ctx, key, m))
 }
 
 // publishSecret brings the Secret's data up to date with the passwords and the
