@@ -105,7 +105,7 @@ chaos-planted: images ## Show that the chaos suite catches each planted bug (a m
 	CHAOS_PLANTED=1 KUBEBUILDER_ASSETS="$$(hack/build-envtest.sh)" go test -count=1 -timeout 60m -v -run 'TestChaosPlanted' ./test/chaos/
 
 .PHONY: bench
-bench: images ## Measure create→Ready per engine, the trio and each sample (medians of 5, ratios), a cold postgres+redis Sandbox against testcontainers-go on the same images (hack/tcbench, 10 interleaved rounds), idle Docker calls, the manager's idle CPU and memory with 50 Sandboxes, its memory before and after a tenant's 40 labelled 1 MiB Secrets, and warm pools: claims against cold on two clocks (p50/p99 of 20 interleaved), a claim's steps, a burst of 20 and its refill, and full idle pools' cost; reset and restore per engine beside a new Sandbox (spec.data); then the fleet's scale benchmark (bench-scale).
+bench: images ## Measure create→Ready per engine, the trio and each sample (medians of 5, ratios), a cold postgres+redis Sandbox against testcontainers-go on the same images (hack/tcbench, 10 interleaved rounds), idle Docker calls, the manager's idle CPU and memory with 50 Sandboxes, its memory before and after a tenant's 40 labelled 1 MiB Secrets, and warm pools: claims against cold on two clocks (p50/p99 of 30 interleaved), mongo claims against cold, a claim's steps, a burst of 50 against pools of 50 and its refill, and full idle pools' cost; reset and restore per engine beside a new Sandbox (spec.data); then the fleet's scale benchmark (bench-scale).
 	SANDBOX_BENCH=1 KUBEBUILDER_ASSETS="$$(hack/build-envtest.sh)" go test -p 1 -count=1 -timeout 90m -run TestBench -v ./test/integration/ ./test/e2e/ | grep -E '^(=== RUN|--- |\s+\S+_test.go|ok|FAIL)'
 	$(MAKE) bench-scale
 
