@@ -61,19 +61,6 @@ func redisPing(host *engineSim, id, password string) string {
 	return strings.TrimSpace(res.Stdout)
 }
 
-// slowPool makes a full redis pool of n whose members take delay over every
-// exec (a claim's rotation among them), as a real one does when a refill's start
-// competes with it for the CPU.
-func slowPool(host *engineSim, ns string, n int32, delay time.Duration) *sandboxv1.SandboxPool {
-	pool := newPool(ns, "redis", "redis", n)
-	ExpectWithOffset(1, k8sClient.Create(ctx, pool)).To(Succeed())
-	EventuallyWithOffset(1, poolCounts(pool)).Should(Equal([3]int64{int64(n), int64(n), 0}))
-	for _, m := range members(host, pool) {
-		DeferCleanup(host.Inject(fake.Fault{Verb: fake.VerbExec, Ref: m.ID, Delay: delay}))
-	}
-	return pool
-}
-
 // reclaimed waits until sb's one service is Ready in another container than id,
 // and returns it.
 func reclaimed(sb *sandboxv1.Sandbox, id string) string {
