@@ -29,6 +29,8 @@ type Setup struct {
 	Options options.Options
 	// MaxConcurrentReconciles bounds the Sandbox workers (0: the default).
 	MaxConcurrentReconciles int
+	// PlacementWorkers bounds the Sandboxes placed at once (0: 1).
+	PlacementWorkers int
 	// Sweep runs the orphan sweep.
 	Sweep bool
 	// HostIdentitySettle is how long a manager that planted the Docker host's
@@ -97,7 +99,7 @@ func (s Setup) AddToManager(mgr ctrl.Manager, driver dd.Driver) error {
 			return err
 		}
 	}
-	pl := &placement.Reconciler{Client: mgr.GetClient(), API: mgr.GetAPIReader(), Drivers: f, Options: s.Options}
+	pl := &placement.Reconciler{Client: mgr.GetClient(), API: mgr.GetAPIReader(), Drivers: f, Options: s.Options, Workers: s.PlacementWorkers}
 	if err := pl.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up placement: %w", err)
 	}

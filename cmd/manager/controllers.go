@@ -24,7 +24,7 @@ func setupControllers(mgr ctrl.Manager, driver dd.Driver, s *settings) error {
 		ctrl.Log.WithName("setup").Info("Sharing the Docker hosts with the other replicas through Leases",
 			"identity", leases.Identity, "namespace", leases.Namespace)
 	}
-	return controllers.Setup{Options: s.options, MaxConcurrentReconciles: s.maxConcurrentReconciles, Sweep: s.sweep,
+	return controllers.Setup{Options: s.options, MaxConcurrentReconciles: s.maxConcurrentReconciles, PlacementWorkers: s.placementWorkers, Sweep: s.sweep,
 		DockerHostName: s.dockerHostName, DockerEndpoint: s.dockerHost, Leases: leases, UserAgent: userAgent()}.AddToManager(mgr, driver)
 }
 

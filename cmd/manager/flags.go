@@ -35,6 +35,7 @@ type settings struct {
 
 	options                 controllers.Options
 	maxConcurrentReconciles int
+	placementWorkers        int
 	sweep                   bool
 
 	metricsAddr, probeAddr  string
@@ -224,6 +225,8 @@ func (f *flags) addManagerFlags(s *settings) {
 		"The `path` of the kubeconfig of the cluster to watch. Default: $KUBECONFIG, else the Pod's service account, else ~/.kube/config.")
 	fs.IntVar(&s.maxConcurrentReconciles, "max-concurrent-reconciles", 16,
 		"How many Sandboxes of one Docker host are reconciled at once. Pulls and probe waits do not hold a worker, but container creates and starts do (seconds on a loaded host): with too few, a burst's teardowns and admissions queue behind its starts.")
+	fs.IntVar(&s.placementWorkers, "placement-workers", 8,
+		"How many Sandboxes without a Docker host are placed at once (API reads and one patch each): a burst of creates waits on placement before any claim.")
 	fs.StringVar(&s.metricsAddr, "metrics-bind-address", ":8080",
 		`The `+"`address`"+` Prometheus metrics are served on (/metrics). "0" turns them off.`)
 	fs.BoolVar(&s.metricsSecure, "metrics-secure", false,

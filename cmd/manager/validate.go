@@ -49,6 +49,9 @@ func (s *settings) validate() error {
 	if s.maxConcurrentReconciles < 1 {
 		bad("--max-concurrent-reconciles must be at least 1, not %d", s.maxConcurrentReconciles)
 	}
+	if s.placementWorkers < 1 {
+		bad("--placement-workers must be at least 1, not %d", s.placementWorkers)
+	}
 	if s.renewDeadline >= s.leaseDuration || s.retryPeriod >= s.renewDeadline {
 		bad("leader election needs --leader-election-retry-period (%s) < --leader-election-renew-deadline (%s) < --leader-election-lease-duration (%s)",
 			s.retryPeriod, s.renewDeadline, s.leaseDuration)

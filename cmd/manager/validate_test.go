@@ -50,6 +50,7 @@ func TestEachRuleOnce(t *testing.T) {
 		{[]string{"--default-version=postgres=Sixteen"}, "--default-version postgres=Sixteen: a version is 1-32 lowercase letters"},
 		{[]string{"--docker-startup-timeout=0s"}, "--docker-startup-timeout must be a positive duration"},
 		{[]string{"--max-concurrent-reconciles=0"}, "--max-concurrent-reconciles must be at least 1, not 0"},
+		{[]string{"--placement-workers=0"}, "--placement-workers must be at least 1, not 0"},
 		{[]string{"--leader-election-id="}, `--leader-election-id "" must be a Lease name`},
 		{[]string{"--leader-election-id=Sandbox_Lease"}, `--leader-election-id "Sandbox_Lease" must be a Lease name`},
 		{[]string{"--leader-election-namespace=Kube_System"}, `--leader-election-namespace "Kube_System" must be a namespace name`},

@@ -40,6 +40,9 @@ type Reconciler struct {
 	// Drivers reach the hosts this manager drives, to look for owner containers.
 	Drivers Drivers
 	Options options.Options
+	// Workers bounds the Sandboxes placed at once (0: 1). Each placement is
+	// API reads and one patch; a burst of creates waits on them before any claim.
+	Workers int
 }
 
 // Drivers reaches the Docker hosts this manager drives, from any replica.
@@ -138,7 +141,7 @@ func (pl *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&sandboxv1.DockerHost{}, handler.EnqueueRequestsFromMapFunc(pl.unboundSandboxes), builder.WithPredicates(mayFitMore())).
 		// A SandboxPolicy changed may allow more hosts.
 		Watches(&sandboxv1.SandboxPolicy{}, handler.EnqueueRequestsFromMapFunc(pl.unboundSandboxes)).
-		WithOptions(kit.Paced(controller.Options{})).
+		WithOptions(kit.Paced(controller.Options{MaxConcurrentReconciles: max(pl.Workers, 1)})).
 		Complete(pl)
 }
 
