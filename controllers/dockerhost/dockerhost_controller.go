@@ -62,7 +62,12 @@ type Reconciler struct {
 type probe struct {
 	at         time.Time
 	generation int64
+	// meta is the host's labels and annotations when asked: an operator who
+	// labels or annotates a DockerHost has its daemon asked at once.
+	meta string
 }
+
+func metaOf(h *sandboxv1.DockerHost) string { return fmt.Sprint(h.Labels, h.Annotations) }
 
 // Reconcile observes one DockerHost.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
@@ -111,13 +116,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 }
 
 // probeDue says whether h's daemon is to be asked this pass: it was not asked
-// for h's generation, did not answer, or was asked longer than most of the
+// for h's generation, labels and annotations, did not answer, or was asked longer than most of the
 // probe interval ago (the periodic pass always asks).
 func (r *Reconciler) probeDue(h *sandboxv1.DockerHost) bool {
 	r.probedMu.Lock()
 	defer r.probedMu.Unlock()
 	p, ok := r.probed[h.Name]
-	return !ok || p.generation != h.Generation || time.Since(p.at) > hostProbeInterval/2 ||
+	return !ok || p.generation != h.Generation || p.meta != metaOf(h) || time.Since(p.at) > hostProbeInterval/2 ||
 		!meta.IsStatusConditionTrue(h.Status.Conditions, sandboxv1.ConditionReady)
 }
 
@@ -127,7 +132,7 @@ func (r *Reconciler) noteProbe(h *sandboxv1.DockerHost) {
 	if r.probed == nil {
 		r.probed = map[string]probe{}
 	}
-	r.probed[h.Name] = probe{at: time.Now(), generation: h.Generation}
+	r.probed[h.Name] = probe{at: time.Now(), generation: h.Generation, meta: metaOf(h)}
 }
 
 // retire stops the controllers of a DockerHost that is gone, once the API
