@@ -61,6 +61,26 @@ func redisPing(host *engineSim, id, password string) string {
 	return strings.TrimSpace(res.Stdout)
 }
 
+// claimedThenSlow makes a full redis pool of n, a Sandbox named name served by
+// one of its members, waits for the pool to refill, then makes every exec in
+// the pool's unclaimed members take delay (a later claim's rotation among
+// them). It returns the pool, the Sandbox and the container serving it.
+func claimedThenSlow(host *engineSim, ns, name string, n int32, delay time.Duration) (*sandboxv1.SandboxPool, *sandboxv1.Sandbox, string) {
+	pool := newPool(ns, "redis", "redis", n)
+	ExpectWithOffset(1, k8sClient.Create(ctx, pool)).To(Succeed())
+	EventuallyWithOffset(1, poolCounts(pool)).Should(Equal([3]int64{int64(n), int64(n), 0}))
+	sb := newSandbox(ns, name, name+"-1", "redis")
+	ExpectWithOffset(1, k8sClient.Create(ctx, sb)).To(Succeed())
+	first := waitReady(sb).Status.Services[0].ContainerID
+	EventuallyWithOffset(1, poolCounts(pool)).Should(Equal([3]int64{int64(n), int64(n), 1}))
+	for _, m := range members(host, pool) {
+		if m.ID != first {
+			DeferCleanup(host.Inject(fake.Fault{Verb: fake.VerbExec, Ref: m.ID, Delay: delay}))
+		}
+	}
+	return pool, sb, first
+}
+
 // reclaimed waits until sb's one service is Ready in another container than id,
 // and returns it.
 func reclaimed(sb *sandboxv1.Sandbox, id string) string {
@@ -157,16 +177,7 @@ var _ = Describe("Warm pools", func() {
 	})
 
 	It("holds its refill while a claim's rotation runs, and refills once it is done", func() {
-		pool := newPool(ns, "redis", "redis", 2)
-		Expect(k8sClient.Create(ctx, pool)).To(Succeed())
-		Eventually(poolCounts(pool)).Should(Equal([3]int64{2, 2, 0}))
-		sb := newSandbox(ns, "held", "held-1", "redis")
-		Expect(k8sClient.Create(ctx, sb)).To(Succeed())
-		first := waitReady(sb).Status.Services[0].ContainerID
-		Eventually(poolCounts(pool)).Should(Equal([3]int64{2, 2, 1}))
-		for _, m := range members(host, pool) {
-			DeferCleanup(host.Inject(fake.Fault{Verb: fake.VerbExec, Ref: m.ID, Delay: 1500 * time.Millisecond}))
-		}
+		pool, sb, first := claimedThenSlow(host, ns, "held", 2, 1500*time.Millisecond)
 
 		creates := host.Calls(fake.VerbCreateContainer)
 		Expect(host.DeleteContainer(first)).To(Succeed())
@@ -178,16 +189,7 @@ var _ = Describe("Warm pools", func() {
 	})
 
 	It("refills at once during a claim when the pool has no ready member left", func() {
-		pool := newPool(ns, "redis", "redis", 1)
-		Expect(k8sClient.Create(ctx, pool)).To(Succeed())
-		Eventually(poolCounts(pool)).Should(Equal([3]int64{1, 1, 0}))
-		sb := newSandbox(ns, "empty", "empty-1", "redis")
-		Expect(k8sClient.Create(ctx, sb)).To(Succeed())
-		first := waitReady(sb).Status.Services[0].ContainerID
-		Eventually(poolCounts(pool)).Should(Equal([3]int64{1, 1, 1}))
-		for _, m := range members(host, pool) {
-			DeferCleanup(host.Inject(fake.Fault{Verb: fake.VerbExec, Ref: m.ID, Delay: 3 * time.Second}))
-		}
+		pool, sb, first := claimedThenSlow(host, ns, "empty", 1, 3*time.Second)
 
 		creates := host.Calls(fake.VerbCreateContainer)
 		Expect(host.DeleteContainer(first)).To(Succeed())
