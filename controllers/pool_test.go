@@ -61,11 +61,10 @@ func redisPing(host *engineSim, id, password string) string {
 	return strings.TrimSpace(res.Stdout)
 }
 
-// claimedThenSlow makes a full redis pool of n, a Sandbox named name served by
-// one of its members, waits for the pool to refill, then makes every exec in
-// the pool's unclaimed members take delay (a later claim's rotation among
-// them). It returns the pool, the Sandbox and the container serving it.
-func claimedThenSlow(host *engineSim, ns, name string, n int32, delay time.Duration) (*sandboxv1.SandboxPool, *sandboxv1.Sandbox, string) {
+// claimedFromPool makes a full redis pool of n and a Sandbox named name served
+// by one of its members, and waits for the pool to refill. It returns the pool,
+// the Sandbox and the container serving it.
+func claimedFromPool(ns, name string, n int32) (*sandboxv1.SandboxPool, *sandboxv1.Sandbox, string) {
 	pool := newPool(ns, "redis", "redis", n)
 	ExpectWithOffset(1, k8sClient.Create(ctx, pool)).To(Succeed())
 	EventuallyWithOffset(1, poolCounts(pool)).Should(Equal([3]int64{int64(n), int64(n), 0}))
@@ -73,6 +72,14 @@ func claimedThenSlow(host *engineSim, ns, name string, n int32, delay time.Durat
 	ExpectWithOffset(1, k8sClient.Create(ctx, sb)).To(Succeed())
 	first := waitReady(sb).Status.Services[0].ContainerID
 	EventuallyWithOffset(1, poolCounts(pool)).Should(Equal([3]int64{int64(n), int64(n), 1}))
+	return pool, sb, first
+}
+
+// claimedThenSlow is claimedFromPool, then makes every exec in
+// the pool's unclaimed members take delay (a later claim's rotation among
+// them). It returns the pool, the Sandbox and the container serving it.
+func claimedThenSlow(host *engineSim, ns, name string, n int32, delay time.Duration) (*sandboxv1.SandboxPool, *sandboxv1.Sandbox, string) {
+	pool, sb, first := claimedFromPool(ns, name, n)
 	for _, m := range members(host, pool) {
 		if m.ID != first {
 			DeferCleanup(host.Inject(fake.Fault{Verb: fake.VerbExec, Ref: m.ID, Delay: delay}))
@@ -161,14 +168,8 @@ var _ = Describe("Warm pools", func() {
 	})
 
 	It("claims for a service whose Secret exists (its container vanished) by rotating a member to the Secret's password", func() {
-		pool := newPool(ns, "redis", "redis", 2)
-		Expect(k8sClient.Create(ctx, pool)).To(Succeed())
-		Eventually(poolCounts(pool)).Should(Equal([3]int64{2, 2, 0}))
-		sb := newSandbox(ns, "again", "again-1", "redis")
-		Expect(k8sClient.Create(ctx, sb)).To(Succeed())
-		first := waitReady(sb).Status.Services[0].ContainerID
+		_, sb, first := claimedFromPool(ns, "again", 2)
 		password := secretOf(sb)["ROBOCO_TEST_REDIS_PASSWORD"]
-		Eventually(poolCounts(pool)).Should(Equal([3]int64{2, 2, 1}))
 
 		second := reclaim(host, sb, first)
 		Expect(get(sb).Status.Claims).To(HaveKeyWithValue("redis", HaveField("ContainerID", second)))
