@@ -3,6 +3,7 @@ package placement
 import (
 	"context"
 	"errors"
+	"slices"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -94,7 +95,7 @@ func (pl *Reconciler) place(ctx context.Context, obj client.Object, p placeable,
 	if d.host == "" {
 		return ctrl.Result{RequeueAfter: kit.Jitter(unschedulableRecheck)}, unschedulable(d.why)
 	}
-	if err := capacity.Reserve(ctx, pl.Client, pl.API, d.host, p.Request); err != nil {
+	if err := pl.reserve(ctx, hosts.Items, d.host, p.Request); err != nil {
 		if errors.Is(err, capacity.ErrNoRoom) || apierrors.IsConflict(err) {
 			return ctrl.Result{RequeueAfter: kit.ConflictRetry}, nil
 		}
@@ -107,6 +108,18 @@ func (pl *Reconciler) place(ctx context.Context, obj client.Object, p placeable,
 	}
 	logf.FromContext(ctx).Info("Placed", "dockerHost", d.host)
 	return ctrl.Result{}, nil
+}
+
+// reserve reserves r on the host name, which hosts (the cache's) holds; one the
+// cache shows without capacity is not read live, so a claim's placement waits
+// on no read: a capacity set meanwhile is judged by the host's admission
+// (capacity.Admission takes the same shortcut).
+func (pl *Reconciler) reserve(ctx context.Context, hosts []sandboxv1.DockerHost, name string, r capacity.Request) error {
+	i := slices.IndexFunc(hosts, func(h sandboxv1.DockerHost) bool { return h.Name == name })
+	if i >= 0 && hosts[i].Spec.Capacity == nil {
+		return nil
+	}
+	return capacity.Reserve(ctx, pl.Client, pl.API, name, r)
 }
 
 func (pl *Reconciler) sandboxPlaceable(sb *sandboxv1.Sandbox) placeable {
