@@ -55,6 +55,9 @@ func startBinary(t *testing.T, bin string, vars []string, extra ...string) *mana
 	m.cmd = exec.Command(bin, append(args, extra...)...)
 	m.cmd.Env = append(os.Environ(), vars...)
 	m.cmd.Stdout, m.cmd.Stderr = logf, logf
+	// Note: a test binary killed outright (go test's -timeout) takes its
+	// managers with it, or they go on refilling pools on the daemon.
+	m.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := m.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

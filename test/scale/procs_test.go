@@ -35,6 +35,7 @@ func startProc(t *testing.T, logDir, name, bin string, args ...string) *proc {
 	}
 	p.cmd = exec.Command(bin, args...)
 	p.cmd.Stdout, p.cmd.Stderr = logf, logf
+	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} // dies with the test binary
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -129,6 +130,7 @@ func startFakeHosts(t *testing.T, logDir string, n int) *fakeHosts {
 		t.Fatal(err)
 	}
 	cmd.Stderr = logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} // dies with the test binary
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
