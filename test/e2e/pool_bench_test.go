@@ -28,7 +28,8 @@ var sandboxPools = schema.GroupVersionResource{Group: "sandbox.roboco.io", Versi
 // the orchestrator's (client-go create → its watch sees Ready for the current
 // generation) and kubectl's (apply → wait returns), and the same Sandbox cold
 // (spec.pools.policy: Never) on the first clock; the three kinds of run are
-// interleaved, SANDBOX_BENCH_CLAIMS (default 30) of each. Claimed Sandboxes are
+// interleaved, SANDBOX_BENCH_CLAIMS (default 30) of each, each on a settled
+// machine (the last run's refills and teardowns over). Claimed Sandboxes are
 // kept until the end, so the pools' status.claimed tells a pass after each claim.
 func TestBenchPoolClaim(t *testing.T) {
 	benchClaims(t, "bench-claim", benchCount("SANDBOX_BENCH_CLAIMS", 30), true, "postgres", "redis")
@@ -74,6 +75,7 @@ func benchClaims(t *testing.T, name string, n int, withKubectl bool, engines ...
 	for i := range n {
 		for k := range runs {
 			b.waitFull(3 * time.Minute)
+			settle(t, time.Minute)
 			runs[(i+k)%len(runs)](i) // each kind goes first in turn
 		}
 	}
@@ -119,6 +121,43 @@ func roundAll(ds []time.Duration) []string {
 		out[i] = ms(d)
 	}
 	return out
+}
+
+// settle waits, up to limit, until the machine is quiet: under a quarter of
+// its CPU time busy over a second (refills and teardowns of earlier rounds are
+// over), so that a claim measures itself, not what came before it. It logs
+// when it gives up; the load averages beside every figure tell the rest.
+func settle(t *testing.T, limit time.Duration) {
+	t.Helper()
+	for deadline := time.Now().Add(limit); time.Now().Before(deadline); {
+		if cpuBusy(time.Second) < 0.25 {
+			return
+		}
+	}
+	t.Logf("the machine did not settle within %s (load average %s)", limit, loadAvg())
+}
+
+// cpuBusy is the share of all CPUs' time not idle over window (/proc/stat).
+func cpuBusy(window time.Duration) float64 {
+	read := func() (busy, total float64) {
+		b, _ := os.ReadFile("/proc/stat")
+		line, _, _ := strings.Cut(string(b), "\n")
+		for i, f := range strings.Fields(line)[1:] {
+			v, _ := strconv.ParseFloat(f, 64)
+			total += v
+			if i != 3 && i != 4 { // idle, iowait
+				busy += v
+			}
+		}
+		return busy, total
+	}
+	b0, t0 := read()
+	time.Sleep(window)
+	b1, t1 := read()
+	if t1 == t0 {
+		return 0
+	}
+	return (b1 - b0) / (t1 - t0)
 }
 
 func loadAvg() string {

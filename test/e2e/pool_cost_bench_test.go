@@ -34,7 +34,7 @@ func TestBenchPoolBurst(t *testing.T) {
 	startManager(t)
 	b := newPoolBench(t, "bench-burst", n, engines...)
 	b.waitFull(15 * time.Minute)
-	time.Sleep(2 * time.Second)
+	settle(t, 3*time.Minute)
 	t.Logf("load average before the warm burst: %s", loadAvg())
 	warm, warmAll := b.burst("warm", n, false)
 	b.claimed = int64(n)
@@ -47,7 +47,7 @@ func TestBenchPoolBurst(t *testing.T) {
 	kubectl(t, "delete", "-n", b.ns, "sandboxes", "--all", "--timeout=600s")
 	b.claimed = -1 // the pools' claimed members went with their Sandboxes
 	b.waitFull(15 * time.Minute)
-	time.Sleep(2 * time.Second)
+	settle(t, 3*time.Minute)
 	t.Logf("load average before the cold burst: %s", loadAvg())
 	cold, coldAll := b.burst("cold", n, true)
 	t.Logf("burst of %d %s Sandboxes created at once (load average at end: %s):", n, strings.Join(engines, "+"), loadAvg())

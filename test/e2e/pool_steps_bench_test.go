@@ -36,7 +36,7 @@ func TestBenchPoolClaimSteps(t *testing.T) {
 	var claims []claimSteps
 	for i := range n {
 		b.waitFull(3 * time.Minute)
-		time.Sleep(time.Second) // the pools' last passes are over
+		settle(t, time.Minute) // the pools' last passes and refills are over
 		api.trace()
 		calls.Trace()
 		name := fmt.Sprintf("steps-%d", i)
