@@ -277,6 +277,34 @@ var _ = Describe("Warm pools", func() {
 		}
 	})
 
+	It("keeps a member renamed for a new Sandbox before its Secret was made, and makes the Secret with that member's own password", func() {
+		pool := newPool(ns, "redis", "redis", 2)
+		Expect(k8sClient.Create(ctx, pool)).To(Succeed())
+		Eventually(poolCounts(pool)).Should(Equal([3]int64{2, 2, 0}))
+		m, other := members(host, pool)[0], members(host, pool)[1]
+		conf, ok := host.File(m.ID, "/run/secrets/redis.conf")
+		Expect(ok).To(BeTrue())
+		first, _, _ := strings.Cut(string(conf), "\n")
+		own := strings.TrimPrefix(first, "requirepass ")
+		stop()
+		By("a manager killed after recording the claim and renaming the member, before the Secret's create landed")
+		sb := newSandbox(ns, "kept", "kept-1", "redis")
+		Expect(k8sClient.Create(ctx, sb)).To(Succeed())
+		patch := fmt.Sprintf(`{"status":{"claims":{"redis":{"containerID":%q,"credentials":%q}}}}`, m.ID, shost.CredentialsHash(own))
+		Expect(k8sClient.Status().Patch(ctx, sb, client.RawPatch(types.MergePatchType, []byte(patch)))).To(Succeed())
+		Expect(host.Rename(ctx, m.ID, "roboco-sandbox-redis-kept-1")).To(Succeed())
+		stop = startManager(host, testOptions())
+
+		got := waitReady(sb)
+		Expect(got.Status.Services[0].ContainerID).To(Equal(m.ID), "the renamed member was replaced")
+		Expect(secretOf(sb)["ROBOCO_TEST_REDIS_PASSWORD"]).To(Equal(own), "the Secret does not hold the member's own password")
+		Expect(redisPing(host, m.ID, own)).To(Equal("PONG"))
+		c, ok := host.Peek(other.ID)
+		Expect(ok).To(BeTrue(), "the other member was taken for the Sandbox and removed")
+		Expect(shost.IsMemberName(c.Name)).To(BeTrue(), "the other member was renamed")
+		Eventually(poolCounts(pool)).Should(Equal([3]int64{2, 2, 1}))
+	})
+
 	It("removes its unclaimed members when the pool is deleted, and leaves the claimed ones to their Sandboxes", func() {
 		pool := newPool(ns, "redis", "redis", 2)
 		Expect(k8sClient.Create(ctx, pool)).To(Succeed())

@@ -18,7 +18,7 @@ import (
 // changed (first, so a client that sees Ready reads a current Secret), then status.
 func (r *Reconciler) publish(ctx context.Context, before, sb *sandboxv1.Sandbox, creds *credentials) error {
 	var err error
-	if creds != nil {
+	if creds != nil && creds.made() == nil {
 		err = r.publishSecret(ctx, sb, creds)
 	}
 	return errors.Join(err, kit.PatchStatus(ctx, r.Client, before, sb))

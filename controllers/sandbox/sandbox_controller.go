@@ -174,7 +174,7 @@ func (r *Reconciler) provision(ctx context.Context, sb *sandboxv1.Sandbox) (ctrl
 	r.secrets.stop(key)
 	if err := r.bindFirst(ctx, sb); err != nil {
 		r.unreserve(ctx, creds.reserved)
-		return ctrl.Result{}, nil, err
+		return ctrl.Result{}, nil, errors.Join(err, creds.made())
 	}
 	result, err := r.reconcileServices(ctx, sb, creds)
 	return result, creds, err

@@ -32,6 +32,20 @@ type credentials struct {
 	// reserved are the pool members whose own passwords the Secret was made
 	// with this pass, by engine: their services claim them with a rename.
 	reserved map[string]host.Member
+	// pending, when set, ends with the create of the Secret, which runs
+	// beside the reserved members' renames; made waits for it.
+	pending chan error
+	err     error
+}
+
+// made waits for the Secret's create when it runs beside the pass, and says
+// whether the Secret was made (every later call says the same). Nothing is
+// reported Ready, and the Secret is not published to, before it returns nil.
+func (c *credentials) made() error {
+	if c.pending != nil {
+		c.err, c.pending = <-c.pending, nil
+	}
+	return c.err
 }
 
 // ensureSecret reads the credentials Secret, or creates it, so that every service's
@@ -54,8 +68,9 @@ func (r *Reconciler) ensureSecret(ctx context.Context, sb *sandboxv1.Sandbox) (*
 		return nil, errSecretConflict{name: key.Name}
 	}
 	creds := &credentials{passwords: map[string]string{}, secret: secret}
+	var kept map[string]string
 	if !exists && sb.Status.SecretName == "" {
-		if creds.reserved, err = r.reserve(ctx, sb); err != nil {
+		if creds.reserved, kept, err = r.reserve(ctx, sb); err != nil {
 			return nil, err
 		}
 	}
@@ -72,6 +87,10 @@ func (r *Reconciler) ensureSecret(ctx context.Context, sb *sandboxv1.Sandbox) (*
 			creds.passwords[e.Name()] = m.Password
 			continue
 		}
+		if pw, ok := kept[e.Name()]; ok {
+			creds.passwords[e.Name()] = pw
+			continue
+		}
 		if creds.passwords[e.Name()] = string(stored[e.PasswordKey()]); creds.passwords[e.Name()] == "" {
 			if creds.passwords[e.Name()], err = engine.NewPassword(); err != nil {
 				r.unreserve(ctx, creds.reserved)
@@ -80,19 +99,45 @@ func (r *Reconciler) ensureSecret(ctx context.Context, sb *sandboxv1.Sandbox) (*
 		}
 	}
 	if !exists {
-		if err := r.createSecret(ctx, sb, key, creds); err != nil {
+		if err := r.newSecret(sb, key, creds); err != nil {
 			r.unreserve(ctx, creds.reserved)
 			return nil, err
 		}
 		if len(creds.reserved) > 0 {
-			chaosplant.CrashAfter(chaosplant.AfterClaimSecret)
+			r.createBeside(ctx, creds)
+			return creds, nil
+		}
+		if err := r.Create(ctx, creds.secret); err != nil {
+			return nil, fmt.Errorf("creating Secret %s: %w", key.Name, err)
 		}
 		return creds, nil
 	}
 	return creds, r.publishSecret(ctx, sb, creds)
 }
 
-func (r *Reconciler) createSecret(ctx context.Context, sb *sandboxv1.Sandbox, key types.NamespacedName, creds *credentials) error {
+// createBeside creates a first Secret that holds reserved members' own
+// passwords while the pass renames them: a claim waits on one of the two, not
+// both. The pass waits for it (made) before it reports anything; a pass that
+// finds the members renamed and no Secret makes it again with their
+// passwords (renamedClaims), and a member not claimed is removed (unreserve).
+func (r *Reconciler) createBeside(ctx context.Context, creds *credentials) {
+	done := make(chan error, 1)
+	creds.pending = done
+	secret := creds.secret // Note: the pass reads it only after made.
+	go func() {
+		chaosplant.Hold(chaosplant.AfterClaimRenamedNoSecret)
+		err := r.Create(ctx, secret)
+		if err != nil {
+			err = fmt.Errorf("creating Secret %s: %w", secret.Name, err)
+		} else {
+			chaosplant.CrashAfter(chaosplant.AfterClaimSecret)
+		}
+		done <- err
+	}()
+}
+
+// newSecret is the Secret of creds' passwords, not yet created.
+func (r *Reconciler) newSecret(sb *sandboxv1.Sandbox, key types.NamespacedName, creds *credentials) error {
 	if sb.Status.SecretName != "" {
 		// It existed: someone deleted it. The new passwords change the containers'
 		// fingerprint, so they are replaced to match.
@@ -108,9 +153,6 @@ func (r *Reconciler) createSecret(ctx context.Context, sb *sandboxv1.Sandbox, ke
 		return err
 	}
 	r.memory.secretTried(sb)
-	if err := r.Create(ctx, creds.secret); err != nil {
-		return fmt.Errorf("creating Secret %s: %w", key.Name, err)
-	}
 	return nil
 }
 

@@ -27,6 +27,7 @@ func (r *Reconciler) reconcileServices(ctx context.Context, sb *sandboxv1.Sandbo
 	// removed, whatever ends the pass (see reserve).
 	unclaimed := creds.reserved
 	defer func() { r.unreserve(ctx, unclaimed) }()
+	defer func() { _ = creds.made() }() // no pass ends with its Secret's create in flight
 	specs := make([]host.Service, len(sb.Spec.Services))
 	for i, svc := range sb.Spec.Services {
 		var err error
@@ -69,6 +70,9 @@ func (r *Reconciler) reconcileServices(ctx context.Context, sb *sandboxv1.Sandbo
 		if res.claimedReserved {
 			delete(unclaimed, string(res.status.Engine))
 		}
+	}
+	if err := creds.made(); err != nil {
+		return ctrl.Result{}, err // Note: its members renamed stay recorded; the next pass makes it (renamedClaims).
 	}
 	wasReady, oldConditions := isReady(sb), conditionReasons(sb)
 	summarize(sb, results)

@@ -12,3 +12,6 @@ func FirstSight(string, string) bool { return false }
 // CrashAfter kills the process after a named step when a test asks for it:
 // never, in a normal build.
 func CrashAfter(string) {}
+
+// Hold blocks a step for good when a test asks for it: never, in a normal build.
+func Hold(string) {}

@@ -38,3 +38,11 @@ func CrashAfter(step string) {
 		select {} // the signal is on its way
 	}
 }
+
+// Hold blocks its caller for good when CrashEnv names step: the step never
+// happens in this process, which a later crash point ends.
+func Hold(step string) {
+	if step == os.Getenv(CrashEnv) {
+		select {}
+	}
+}

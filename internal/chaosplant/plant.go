@@ -36,9 +36,12 @@ const Env = "SANDBOX_CHAOS_PLANT"
 const (
 	CrashEnv           = "SANDBOX_CRASH_AFTER"
 	AfterClaimRecorded = "claim-recorded"
-	// AfterClaimSecret: the Secret is made with a reserved member's password,
-	// the member not yet renamed.
+	// AfterClaimSecret: the Secret is made with a reserved member's password
+	// (the member's rename runs beside it: done or not).
 	AfterClaimSecret  = "claim-secret"
 	AfterClaimRenamed = "claim-renamed"
-	AfterClaimRotated = "claim-rotated"
+	// AfterClaimRenamedNoSecret: a reserved member renamed, its Secret's
+	// create held back (Hold), so never made.
+	AfterClaimRenamedNoSecret = "claim-renamed-no-secret"
+	AfterClaimRotated         = "claim-rotated"
 )

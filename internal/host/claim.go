@@ -50,6 +50,7 @@ func (h *Host) Claim(ctx context.Context, svc Service, m Member) (Claimed, error
 	}
 	out.Renamed = true
 	chaosplant.CrashAfter(chaosplant.AfterClaimRenamed)
+	chaosplant.CrashAfter(chaosplant.AfterClaimRenamedNoSecret)
 	if svc.Password != m.Password {
 		if detail := h.rotate(ctx, svc, m.ID, m.Password, m.Address, h.warm.rotation(m.ID)); detail != "" {
 			return out, errors.New(detail)

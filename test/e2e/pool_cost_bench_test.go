@@ -37,13 +37,16 @@ func TestBenchPoolBurst(t *testing.T) {
 	settle(t, 3*time.Minute)
 	t.Logf("load average before the warm burst: %s", loadAvg())
 	warm, warmAll := b.burst("warm", n, false)
-	b.claimed = int64(n)
-	b.waitFull(15 * time.Minute)
-	refill := time.Since(b.started)
 	hits, misses := b.claimResults()
+	// Note: logged now, so that a refill that never ends loses none of it.
+	t.Logf("warm burst of %d (pools of %d, full; %d hits, %d misses): all Ready after %s; each %s (load average now: %s)",
+		n, n, hits, misses, ms(warmAll), stats(warm), loadAvg())
 	if dup := b.sharedContainers(); len(dup) > 0 {
 		t.Errorf("containers serving more than one Sandbox: %v", dup)
 	}
+	b.claimed = int64(n)
+	b.waitFull(15 * time.Minute)
+	refill := time.Since(b.started)
 	kubectl(t, "delete", "-n", b.ns, "sandboxes", "--all", "--timeout=600s")
 	b.claimed = -1 // the pools' claimed members went with their Sandboxes
 	b.waitFull(15 * time.Minute)

@@ -171,6 +171,8 @@ func TestPoolClaimSurvivesSIGKILL(t *testing.T) {
 		{chaosplant.AfterClaimSecret, false},
 		{chaosplant.AfterClaimRenamed, false},
 		{chaosplant.AfterClaimRenamed, true},
+		{chaosplant.AfterClaimRenamedNoSecret, false},
+		{chaosplant.AfterClaimRenamedNoSecret, true},
 	} {
 		name := tc.point
 		if tc.clearStatus {
@@ -204,7 +206,7 @@ func crashDuringClaim(t *testing.T, bin, id, point string, clearStatus bool) {
 	}
 	startManager(t)
 	kubectl(t, "wait", "-n", ns, "--for=condition=Ready", "sandbox/first", "--timeout=180s")
-	if first := servedOnce(t, ns, "first", uid); (point == chaosplant.AfterClaimRenamed) && first != record {
+	if first := servedOnce(t, ns, "first", uid); (point == chaosplant.AfterClaimRenamed || point == chaosplant.AfterClaimRenamedNoSecret) && first != record {
 		t.Errorf("first is served by %s, not by the member it claimed and renamed, %s", first, record)
 	}
 	waitRefilled(t, ns, "redis", uid, 2, claimedOf(t, map[string]string{servedOnce(t, ns, "first", uid): "first"}, uid))
