@@ -342,6 +342,21 @@ var _ = Describe("Warm pools", func() {
 		}
 	})
 
+	It("starts at most --pool-refills members at once: a member counts until it answers, not only while it is created", func() {
+		stop()
+		opts := testOptions()
+		opts.PoolRefills = 1
+		stop = startManager(host, opts)
+		clear := host.OnExec(fake.ExecRule{Result: dd.ExecResult{ExitCode: 1, Stderr: "Could not connect"}})
+		pool := newPool(ns, "redis", "redis", 3)
+		Expect(k8sClient.Create(ctx, pool)).To(Succeed())
+		Eventually(func() int { return len(members(host, pool)) }).Should(Equal(1))
+		Consistently(func() int { return len(members(host, pool)) }, "2s").Should(Equal(1),
+			"a second member was started while the first still starts")
+		clear()
+		Eventually(poolCounts(pool)).Should(Equal([3]int64{3, 3, 0}))
+	})
+
 	It("creates at most --pool-refills members at once, and replaces members of a class the operator changed", func() {
 		stop()
 		opts := testOptions()

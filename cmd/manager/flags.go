@@ -212,7 +212,7 @@ func (f *flags) addResourceFlags(s *settings) {
 	qty(&o.MaxCPU, "max-cpu", "The largest CPU limit a service may ask for.")
 	fs.Int64Var(&o.PidsLimit, "pids-limit", o.PidsLimit, "The most processes one service container may run.")
 	fs.IntVar(&o.PoolRefills, "pool-refills", o.PoolRefills,
-		"The most warm pool members being created at once, across SandboxPools: refills leave the Docker daemon to claims and cold Sandboxes.")
+		"The most warm pool members starting at once (made and not yet answering), across SandboxPools: refills leave the Docker daemon and the CPU to claims and cold Sandboxes.")
 }
 
 func (f *flags) addManagerFlags(s *settings) {

@@ -14,27 +14,22 @@ import (
 	"github.com/roboco-sandbox/sandbox-controller/internal/poolkey"
 )
 
-// create makes up to the missing members, at most as many at once as the
-// refill slots allow; it returns how many it made. While a claim is in flight on
+// create makes up to the missing members, as many as the refill slots leave
+// beside the members starting across pools; it returns how many it made. While a claim is in flight on
 // the host it makes none (the caller re-queues soon): a member's start competes
 // for the CPU the claim's rotation needs. A pool with no ready member left
 // refills at once, since its claims go cold anyway.
 func (p *Reconciler) create(ctx context.Context, pool *sandboxv1.SandboxPool, key []byte, ms poolMembers) (int, error) {
+	want := ms.missing
 	if len(ms.ready) > 0 && p.Host.Warm().Claiming() || p.createWait(pool.UID) > 0 {
-		return 0, nil
+		want = 0 // Note: its starting members are counted all the same.
 	}
-	errs := make([]error, ms.missing)
+	errs := make([]error, p.refills.take(pool.UID, len(ms.starting), want))
 	var wg sync.WaitGroup
-	for i := range ms.missing {
-		select {
-		case p.refills <- struct{}{}:
-		default:
-			errs[i] = errNoRefillSlot
-			continue
-		}
+	for i := range errs {
 		wg.Go(func() {
-			defer func() { <-p.refills }()
 			errs[i] = p.createMember(ctx, pool, key)
+			p.refills.done(pool.UID, errs[i] == nil)
 		})
 	}
 	wg.Wait()
@@ -44,17 +39,14 @@ func (p *Reconciler) create(ctx context.Context, pool *sandboxv1.SandboxPool, ke
 		switch {
 		case err == nil:
 			made++
-		case !errors.Is(err, errNoRefillSlot) && !errors.Is(err, errImagePending):
+		case !errors.Is(err, errImagePending):
 			failed = append(failed, err)
 		}
 	}
 	return made, errors.Join(failed...)
 }
 
-var (
-	errNoRefillSlot = errors.New("no refill slot free")
-	errImagePending = errors.New("the image is not present yet")
-)
+var errImagePending = errors.New("the image is not present yet")
 
 // createMember makes one member: a random nonce names it and, with the pool's
 // key, gives its password.

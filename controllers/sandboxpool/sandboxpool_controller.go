@@ -47,9 +47,9 @@ type Reconciler struct {
 	Keys      *poolkey.Keys
 	// Scope is the DockerHost whose pools this reconciler keeps.
 	Scope lease.Scope
-	// refills bounds the member creations under way across pools, so that refills
+	// refills bounds the members starting across pools, so that refills
 	// never starve claims or cold provisioning of the Docker daemon.
-	refills chan struct{}
+	refills *slots
 	requeue chan event.TypedGenericEvent[*sandboxv1.SandboxPool]
 
 	mu       sync.Mutex
@@ -201,6 +201,7 @@ func (p *Reconciler) reconcileDelete(ctx context.Context, pool *sandboxv1.Sandbo
 	if !controllerutil.ContainsFinalizer(pool, PoolFinalizer) {
 		return ctrl.Result{}, nil
 	}
+	p.refills.forget(pool.UID)
 	// Note: members on another host cannot be confirmed gone from here.
 	before := pool.DeepCopy()
 	if ok, retry := p.onHost(ctx, pool); !ok {
@@ -250,13 +251,13 @@ func (p *Reconciler) Poke(key types.NamespacedName) {
 	}
 }
 
-// SetupWithManager registers the pool controller; refills bounds concurrent
-// member creations across pools.
+// SetupWithManager registers the pool controller; refills bounds the members
+// starting at once across pools.
 func (p *Reconciler) SetupWithManager(mgr ctrl.Manager, refills int) error {
 	if refills <= 0 {
 		refills = 2
 	}
-	p.refills = make(chan struct{}, refills)
+	p.refills = newSlots(refills)
 	p.requeue = make(chan event.TypedGenericEvent[*sandboxv1.SandboxPool], 1024)
 	p.ready, p.failures, p.starts = map[string]readyMember{}, map[types.UID]int{}, map[types.UID]*startFailure{}
 	if p.Recorder == nil {

@@ -1,0 +1,74 @@
+package sandboxpool
+
+import (
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// slotsStale is how long a pool's count of starting members holds without a
+// pass of the pool renewing it: past any member's probe deadline, so a pool
+// deleted, moved to another replica or no longer passed cannot hold slots.
+const slotsStale = 3 * time.Minute
+
+// slots bounds the members starting across pools (--pool-refills): made and
+// not yet ready, not only being created. A member's first start (initdb above
+// all) is most of a refill's CPU, and it goes on long after its create
+// returns: bounding creates alone let a burst's refills start dozens of
+// engines at once, each too slow to answer within its probe deadline.
+type slots struct {
+	mu       sync.Mutex
+	limit    int
+	creating int
+	starting map[types.UID]starting // by pool, as its last pass saw it
+}
+
+type starting struct {
+	n    int
+	seen time.Time
+}
+
+func newSlots(limit int) *slots {
+	return &slots{limit: limit, starting: map[types.UID]starting{}}
+}
+
+// take records that pool has n members starting, and reserves up to want
+// creates for it: what the limit leaves beside every pool's starting members
+// and the creates under way.
+func (s *slots) take(pool types.UID, n, want int) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := time.Now()
+	s.starting[pool] = starting{n: n, seen: now}
+	used := s.creating
+	for uid, st := range s.starting {
+		if now.Sub(st.seen) > slotsStale {
+			delete(s.starting, uid)
+			continue
+		}
+		used += st.n
+	}
+	got := min(want, max(0, s.limit-used))
+	s.creating += got
+	return got
+}
+
+// done ends one create for pool; a member made counts as starting until the
+// pool's next pass counts it.
+func (s *slots) done(pool types.UID, made bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.creating--
+	if st, ok := s.starting[pool]; ok && made {
+		st.n++
+		s.starting[pool] = st
+	}
+}
+
+// forget drops a pool's count (it is deleted, or no longer this replica's).
+func (s *slots) forget(pool types.UID) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.starting, pool)
+}
