@@ -31,12 +31,15 @@ func TestBenchPoolBurst(t *testing.T) {
 	if len(engines) == 0 {
 		engines = []string{"postgres", "redis"}
 	}
-	startManager(t)
+	metrics := testenv.FreeAddr(t)
+	startManager(t, "--metrics-bind-address", metrics)
 	b := newPoolBench(t, "bench-burst", n, engines...)
 	b.waitFull(15 * time.Minute)
 	settle(t, 3*time.Minute)
 	t.Logf("load average before the warm burst: %s", loadAvg())
+	work := readWork(t, metrics)
 	warm, warmAll := b.burst("warm", n, false)
+	t.Logf("the manager's passes during the warm burst (queue: waiting for a worker; pass: in one): %s", readWork(t, metrics).since(work))
 	hits, misses := b.claimResults()
 	// Note: logged now, so that a refill that never ends loses none of it.
 	t.Logf("warm burst of %d (pools of %d, full; %d hits, %d misses): all Ready after %s; each %s (load average now: %s)",

@@ -196,3 +196,55 @@ func sortedKeys[V any](m map[string]V) []string {
 	sort.Strings(keys)
 	return keys
 }
+
+// workMeans are, per controller, the mean time a key waited in its queue and
+// the mean pass (controller-runtime's workqueue_queue_duration_seconds and
+// controller_runtime_reconcile_time_seconds) from the manager's /metrics at
+// addr, as sums and counts to difference between two reads.
+type workMeans map[string][2]float64 // "queue sandbox" → {sum, count}
+
+var sumCountLine = regexp.MustCompile(`^(workqueue_queue_duration_seconds|controller_runtime_reconcile_time_seconds)_(sum|count)\{(?:controller|name)="([\w-]+)"[^}]*\} (\S+)$`)
+
+func readWork(t *testing.T, addr string) workMeans {
+	t.Helper()
+	res, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = res.Body.Close() }()
+	body, _ := io.ReadAll(res.Body)
+	out := workMeans{}
+	for _, line := range strings.Split(string(body), "\n") {
+		m := sumCountLine.FindStringSubmatch(line)
+		if m == nil {
+			continue
+		}
+		key := "queue " + m[3]
+		if strings.HasPrefix(m[1], "controller_runtime") {
+			key = "pass " + m[3]
+		}
+		v, _ := strconv.ParseFloat(m[4], 64)
+		sc := out[key]
+		if m[2] == "sum" {
+			sc[0] += v
+		} else {
+			sc[1] += v
+		}
+		out[key] = sc
+	}
+	return out
+}
+
+// since says, for each controller that worked between before and w, its
+// passes and their mean queue wait and duration.
+func (w workMeans) since(before workMeans) string {
+	var parts []string
+	for _, k := range sortedKeys(w) {
+		n := w[k][1] - before[k][1]
+		if n <= 0 {
+			continue
+		}
+		parts = append(parts, fmt.Sprintf("%s: %d, mean %s", k, int(n), ms(time.Duration((w[k][0]-before[k][0])/n*float64(time.Second)))))
+	}
+	return strings.Join(parts, "; ")
+}
