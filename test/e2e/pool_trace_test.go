@@ -131,19 +131,14 @@ var bucketLine = regexp.MustCompile(`^sandbox_pool_claim_seconds_(bucket|sum|cou
 // per engine the count, mean, and the buckets holding the median and the worst.
 func claimHistogram(t *testing.T, addr string) string {
 	t.Helper()
-	res, err := http.Get("http://" + addr + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = res.Body.Close() }()
-	body, _ := io.ReadAll(res.Body)
+	body := metricsText(t, addr)
 	type hist struct {
 		sum, count float64
 		les        []float64
 		cum        []float64
 	}
 	hs := map[string]*hist{}
-	for _, line := range strings.Split(string(body), "\n") {
+	for _, line := range strings.Split(body, "\n") {
 		m := bucketLine.FindStringSubmatch(line)
 		if m == nil {
 			continue
@@ -207,14 +202,9 @@ var sumCountLine = regexp.MustCompile(`^(workqueue_queue_duration_seconds|contro
 
 func readWork(t *testing.T, addr string) workMeans {
 	t.Helper()
-	res, err := http.Get("http://" + addr + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = res.Body.Close() }()
-	body, _ := io.ReadAll(res.Body)
+	body := metricsText(t, addr)
 	out := workMeans{}
-	for _, line := range strings.Split(string(body), "\n") {
+	for _, line := range strings.Split(body, "\n") {
 		m := sumCountLine.FindStringSubmatch(line)
 		if m == nil {
 			continue
@@ -247,4 +237,16 @@ func (w workMeans) since(before workMeans) string {
 		parts = append(parts, fmt.Sprintf("%s: %d, mean %s", k, int(n), ms(time.Duration((w[k][0]-before[k][0])/n*float64(time.Second)))))
 	}
 	return strings.Join(parts, "; ")
+}
+
+// metricsText is the manager's /metrics at addr.
+func metricsText(t *testing.T, addr string) string {
+	t.Helper()
+	res, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = res.Body.Close() }()
+	body, _ := io.ReadAll(res.Body)
+	return string(body)
 }
