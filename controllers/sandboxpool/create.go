@@ -7,6 +7,7 @@ import (
 	"errors"
 	"slices"
 	"sync"
+	"time"
 
 	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
 	dd "github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver"
@@ -24,7 +25,7 @@ func (p *Reconciler) create(ctx context.Context, pool *sandboxv1.SandboxPool, ke
 	if len(ms.ready) > 0 && p.Host.Warm().Claiming() || p.createWait(pool.UID) > 0 {
 		want = 0 // Note: its starting members are counted all the same.
 	}
-	errs := make([]error, p.refills.take(pool.UID, len(ms.starting), want))
+	errs := make([]error, p.refills.take(pool.UID, startingNow(ms.starting, time.Now()), want))
 	var wg sync.WaitGroup
 	for i := range errs {
 		wg.Go(func() {
@@ -47,6 +48,23 @@ func (p *Reconciler) create(ctx context.Context, pool *sandboxv1.SandboxPool, ke
 }
 
 var errImagePending = errors.New("the image is not present yet")
+
+// slotHold is how long a starting member holds a refill slot: its first
+// start's burst of CPU. One still starting after it (a loaded host, an image
+// slow to boot) waits for its probe deadline without one, so that no pool's
+// slow members starve every other pool's refills.
+const slotHold = 15 * time.Second
+
+// startingNow counts the starting members made less than slotHold ago.
+func startingNow(cs []dd.ContainerSummary, now time.Time) int {
+	n := 0
+	for _, c := range cs {
+		if now.Sub(c.CreatedAt) < slotHold {
+			n++
+		}
+	}
+	return n
+}
 
 // createMember makes one member: a random nonce names it and, with the pool's
 // key, gives its password.

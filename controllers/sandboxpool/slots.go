@@ -13,7 +13,7 @@ import (
 const slotsStale = 3 * time.Minute
 
 // slots bounds the members starting across pools (--pool-refills): made and
-// not yet ready, not only being created. A member's first start (initdb above
+// not yet ready (for their first slotHold), not only being created. A member's first start (initdb above
 // all) is most of a refill's CPU, and it goes on long after its create
 // returns: bounding creates alone let a burst's refills start dozens of
 // engines at once, each too slow to answer within its probe deadline.
