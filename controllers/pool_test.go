@@ -190,11 +190,12 @@ var _ = Describe("Warm pools", func() {
 	})
 
 	It("refills at once during a claim when the pool has no ready member left", func() {
-		pool, sb, first := claimedThenSlow(host, ns, "empty", 1, 3*time.Second)
+		// Note: the rotation outlasts the refill's deadline, which holds at a load of 10+.
+		pool, sb, first := claimedThenSlow(host, ns, "empty", 1, 10*time.Second)
 
 		creates := host.Calls(fake.VerbCreateContainer)
 		Expect(host.DeleteContainer(first)).To(Succeed())
-		Eventually(func() int { return host.Calls(fake.VerbCreateContainer) - creates }, 2*time.Second, 20*time.Millisecond).
+		Eventually(func() int { return host.Calls(fake.VerbCreateContainer) - creates }, 8*time.Second, 20*time.Millisecond).
 			Should(BeNumerically(">", 0), "the emptied pool did not refill")
 		Expect(get(sb).Status.Services[0].ContainerID).To(Equal(first), "the refill waited for the claim")
 		next := reclaimed(sb, first)
