@@ -54,6 +54,14 @@ func members(host *engineSim, p *sandboxv1.SandboxPool) []dd.ContainerSummary {
 	return cs
 }
 
+// ownPassword is the password a redis member's config file holds.
+func ownPassword(host *engineSim, id string) string {
+	conf, ok := host.File(id, "/run/secrets/redis.conf")
+	ExpectWithOffset(1, ok).To(BeTrue(), "no config file in %s", id)
+	first, _, _ := strings.Cut(string(conf), "\n") // requirepass comes first; other settings follow
+	return strings.TrimPrefix(first, "requirepass ")
+}
+
 // redisPing runs a redis probe with password inside container id.
 func redisPing(host *engineSim, id, password string) string {
 	res, err := host.Exec(ctx, id, dd.ExecSpec{Cmd: []string{"redis-cli", "-h", "x", "PING"}, Env: map[string]string{"REDISCLI_AUTH": password}})
@@ -130,10 +138,7 @@ var _ = Describe("Warm pools", func() {
 		Eventually(poolCounts(pool)).Should(Equal([3]int64{2, 2, 0}))
 		before := map[string]string{} // member ID → its password
 		for _, m := range members(host, pool) {
-			conf, ok := host.File(m.ID, "/run/secrets/redis.conf")
-			Expect(ok).To(BeTrue())
-			first, _, _ := strings.Cut(string(conf), "\n") // requirepass comes first; other settings follow
-			before[m.ID] = strings.TrimPrefix(first, "requirepass ")
+			before[m.ID] = ownPassword(host, m.ID)
 		}
 
 		confs := map[string]string{}
@@ -283,10 +288,7 @@ var _ = Describe("Warm pools", func() {
 		Expect(k8sClient.Create(ctx, pool)).To(Succeed())
 		Eventually(poolCounts(pool)).Should(Equal([3]int64{2, 2, 0}))
 		m, other := members(host, pool)[0], members(host, pool)[1]
-		conf, ok := host.File(m.ID, "/run/secrets/redis.conf")
-		Expect(ok).To(BeTrue())
-		first, _, _ := strings.Cut(string(conf), "\n")
-		own := strings.TrimPrefix(first, "requirepass ")
+		own := ownPassword(host, m.ID)
 		stop()
 		By("a manager killed after recording the claim and renaming the member, before the Secret's create landed")
 		sb := newSandbox(ns, "kept", "kept-1", "redis")

@@ -49,23 +49,6 @@ func (p *Reconciler) create(ctx context.Context, pool *sandboxv1.SandboxPool, ke
 
 var errImagePending = errors.New("the image is not present yet")
 
-// slotHold is how long a starting member holds a refill slot: its first
-// start's burst of CPU. One still starting after it (a loaded host, an image
-// slow to boot) waits for its probe deadline without one, so that no pool's
-// slow members starve every other pool's refills.
-const slotHold = 15 * time.Second
-
-// startingNow counts the starting members made less than slotHold ago.
-func startingNow(cs []dd.ContainerSummary, now time.Time) int {
-	n := 0
-	for _, c := range cs {
-		if now.Sub(c.CreatedAt) < slotHold {
-			n++
-		}
-	}
-	return n
-}
-
 // createMember makes one member: a random nonce names it and, with the pool's
 // key, gives its password.
 func (p *Reconciler) createMember(ctx context.Context, pool *sandboxv1.SandboxPool, key []byte) error {

@@ -5,18 +5,24 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
+
+	dd "github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver"
 )
 
-// slotsStale is how long a pool's count of starting members holds without a
-// pass of the pool renewing it: past any member's probe deadline, so a pool
-// deleted, moved to another replica or no longer passed cannot hold slots.
-const slotsStale = 3 * time.Minute
+// slotHold is how long a starting member holds a refill slot: its first
+// start's burst of CPU. One still starting after it (a loaded host, an image
+// slow to boot) waits for its probe deadline without one, so that no pool's
+// slow members starve every other pool's refills. A pool's count not renewed
+// by a pass within it is dropped: every member it counted has aged out, and a
+// pool deleted, moved to another replica or no longer passed holds nothing.
+const slotHold = 15 * time.Second
 
 // slots bounds the members starting across pools (--pool-refills): made and
-// not yet ready (for their first slotHold), not only being created. A member's first start (initdb above
-// all) is most of a refill's CPU, and it goes on long after its create
-// returns: bounding creates alone let a burst's refills start dozens of
-// engines at once, each too slow to answer within its probe deadline.
+// not yet answering (for their first slotHold), not only being created. A
+// member's first start (initdb above all) is most of a refill's CPU, and it
+// goes on long after its create returns: bounding creates alone let a burst's
+// refills start dozens of engines at once, each too slow to answer within its
+// probe deadline.
 type slots struct {
 	mu       sync.Mutex
 	limit    int
@@ -43,7 +49,7 @@ func (s *slots) take(pool types.UID, n, want int) int {
 	s.starting[pool] = starting{n: n, seen: now}
 	used := s.creating
 	for uid, st := range s.starting {
-		if now.Sub(st.seen) > slotsStale {
+		if now.Sub(st.seen) > slotHold {
 			delete(s.starting, uid)
 			continue
 		}
@@ -71,4 +77,15 @@ func (s *slots) forget(pool types.UID) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.starting, pool)
+}
+
+// startingNow counts the starting members made less than slotHold ago.
+func startingNow(cs []dd.ContainerSummary, now time.Time) int {
+	n := 0
+	for _, c := range cs {
+		if now.Sub(c.CreatedAt) < slotHold {
+			n++
+		}
+	}
+	return n
 }
