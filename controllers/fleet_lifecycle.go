@@ -70,7 +70,7 @@ func (f *fleet) wake(ctx context.Context, name string) {
 }
 
 // forget drops what this replica knows of a host whose Lease it gives up: its
-// warm offers and prepared rotations, the claims it recorded lately, its
+// warm offers, the claims it recorded lately, its
 // Sandboxes' backoffs, its members' probes and its identity proof. What
 // another replica does with the host meanwhile is listed again on gain (wake).
 func (f *fleet) forget(name string) {

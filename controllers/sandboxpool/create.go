@@ -72,8 +72,7 @@ func (p *Reconciler) createMember(ctx context.Context, pool *sandboxv1.SandboxPo
 	return err
 }
 
-// offer hands the ready members to claims, oldest first, their rotations
-// prepared.
+// offer hands the ready members to claims, oldest first.
 func (p *Reconciler) offer(ctx context.Context, pool *sandboxv1.SandboxPool, class host.Service, key []byte, ms poolMembers) {
 	ready := slices.Clone(ms.ready)
 	slices.SortFunc(ready, func(a, b dd.ContainerSummary) int { return a.CreatedAt.Compare(b.CreatedAt) })
@@ -83,5 +82,5 @@ func (p *Reconciler) offer(ctx context.Context, pool *sandboxv1.SandboxPool, cla
 			PoolUID: string(pool.UID), Class: class.Container.Labels[host.LabelClass],
 			Password: poolkey.DerivePassword(key, c.Labels[host.LabelMember]), Address: p.address(c.ID)})
 	}
-	p.Host.Offer(ctx, string(pool.UID), class.Engine, offered)
+	p.Host.Warm().Offer(string(pool.UID), offered)
 }

@@ -266,14 +266,6 @@ func (p *Reconciler) SetupWithManager(mgr ctrl.Manager, refills int) error {
 	if p.API == nil {
 		p.API = mgr.GetAPIReader()
 	}
-	// The members' held rotations end with the manager, not with the process.
-	if err := mgr.Add(p.Scope.Runnable(func(ctx context.Context) error {
-		<-ctx.Done()
-		p.Host.Warm().CloseAll()
-		return nil
-	})); err != nil {
-		return err
-	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&sandboxv1.SandboxPool{}, builder.WithPredicates(index.BoundToHost(p.Scope.Name))).
 		WatchesRawSource(source.Channel(p.requeue, &handler.TypedEnqueueRequestForObject[*sandboxv1.SandboxPool]{})).

@@ -35,11 +35,10 @@ type Claimed struct {
 // Claim makes member m serve svc: renamed to the service's container name
 // (atomic, and Docker keeps names unique, so no two Sandboxes can hold one
 // member), then, unless svc's password is the member's own (its Secret was
-// made with it), its password rotated to svc's and proven by a login: the
-// rotation prepared when the member was offered, or one prepared now.
+// made with it), its password rotated to svc's and proven by a login.
 // The caller records the claim before calling (see docs/pools.md).
 func (h *Host) Claim(ctx context.Context, svc Service, m Member) (Claimed, error) {
-	defer h.warm.release(m.ID) // the claim ends; a rotation prepared ahead, when it did not run
+	defer h.warm.release(m.ID)
 	var out Claimed
 	err := h.driver.Rename(ctx, m.ID, svc.Container.Name)
 	if errors.As(err, &out.Taken) {
@@ -52,7 +51,7 @@ func (h *Host) Claim(ctx context.Context, svc Service, m Member) (Claimed, error
 	chaosplant.CrashAfter(chaosplant.AfterClaimRenamed)
 	chaosplant.CrashAfter(chaosplant.AfterClaimRenamedNoSecret)
 	if svc.Password != m.Password {
-		if detail := h.rotate(ctx, svc, m.ID, m.Password, m.Address, h.warm.rotation(m.ID)); detail != "" {
+		if detail := h.Rotate(ctx, svc, m.ID, m.Password, m.Address); detail != "" {
 			return out, errors.New(detail)
 		}
 		chaosplant.CrashAfter(chaosplant.AfterClaimRotated)
@@ -74,25 +73,14 @@ func claimedContainer(svc Service, m Member) dd.Container {
 
 // Rotate switches a claimed member's credentials from its own password to svc's
 // and proves them, once or again (it is idempotent); it returns what went wrong,
-// or "".
+// or "". The passwords reach the step on its stdin (a prepared exec), never in
+// argv or an exec's inspectable environment.
 func (h *Host) Rotate(ctx context.Context, svc Service, id, memberPassword, addr string) string {
-	return h.rotate(ctx, svc, id, memberPassword, addr, nil)
-}
-
-// rotate runs the rotation prepared ahead when there is one, else (or when it
-// never ran: its connection dropped) one prepared now.
-func (h *Host) rotate(ctx context.Context, svc Service, id, memberPassword, addr string, ahead dd.PreparedExec) string {
-	env := engine.RotateEnv(svc.Engine, memberPassword, svc.Password)
 	step := svc.Engine.Rotate(addr)
-	out, err := dd.ExecResult{}, dd.ErrNotRun
-	if ahead != nil {
-		out, err = ahead.Run(ctx, env)
-	}
-	if errors.Is(err, dd.ErrNotRun) {
-		var p dd.PreparedExec
-		if p, err = h.driver.PrepareExec(ctx, id, dd.ExecSpec{Cmd: step.Argv, Env: step.Env, Timeout: step.Timeout}); err == nil {
-			out, err = p.Run(ctx, env)
-		}
+	p, err := h.driver.PrepareExec(ctx, id, dd.ExecSpec{Cmd: step.Argv, Env: step.Env, Timeout: step.Timeout})
+	out := dd.ExecResult{}
+	if err == nil {
+		out, err = p.Run(ctx, engine.RotateEnv(svc.Engine, memberPassword, svc.Password))
 	}
 	switch {
 	case err != nil:
@@ -102,19 +90,6 @@ func (h *Host) rotate(ctx context.Context, svc Service, id, memberPassword, addr
 			svc.Container.Name, out.ExitCode, LastLine(out.Stderr+"\n"+out.Stdout))
 	}
 	return ""
-}
-
-// Offer hands a pool's ready members to claims (see Warm.Offer) and prepares
-// the rotation of each that has none held, so that a claim pays no exec start.
-// A member whose preparation fails is offered all the same: its claim prepares.
-func (h *Host) Offer(ctx context.Context, poolUID string, e engine.Engine, ms []Member) {
-	for _, m := range h.warm.Offer(poolUID, ms) {
-		step := e.Rotate(m.Address)
-		p, err := h.driver.PrepareExec(ctx, m.ID, dd.ExecSpec{Cmd: step.Argv, Env: step.Env, Timeout: step.Timeout})
-		if err == nil && !h.warm.prepared(poolUID, m.ID, p) {
-			p.Close()
-		}
-	}
 }
 
 // judgeClaimed judges a claimed member (it carries its pool's labels, not the

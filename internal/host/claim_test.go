@@ -20,63 +20,46 @@ func offerMember(t *testing.T, h *host.Host, f *fake.Driver, svc host.Service, n
 	}
 	m := host.Member{ID: c.ID, Name: name, Namespace: "ns", Pool: "pool", PoolUID: "pool-uid", Class: "class",
 		Password: "member-pw", Address: "10.0.0.2"}
-	h.Offer(context.Background(), "pool-uid", svc.Engine, []host.Member{m})
+	h.Warm().Offer("pool-uid", []host.Member{m})
 	return m
 }
 
-// A claim runs the rotation its member had prepared when it was offered: it pays
-// no exec start of its own. One whose prepared rotation broke before it ran (its
-// connection dropped) prepares another and passes all the same.
-func TestClaimRunsTheRotationPreparedAhead(t *testing.T) {
-	h, f := newHost()
-	svc := service(512 << 20)
-	svc.Password = "sandbox-pw"
-	defer f.OnExec(fake.ExecRule{Result: dd.ExecResult{Stdout: "sandbox-rotated\n"}})()
+// Offering a member starts nothing in it, and a claim whose Sandbox's password
+// is the member's own (a new Sandbox) runs no exec: a claim's only Docker work
+// is its rename. A claim for a Sandbox whose Secret exists rotates the member:
+// one exec, prepared and run at claim.
+func TestClaimRunsAnExecOnlyToRotate(t *testing.T) {
 	ctx := context.Background()
+	svc := service(512 << 20)
+	h, f := newHost()
+	defer f.OnExec(fake.ExecRule{Result: dd.ExecResult{Stdout: "sandbox-rotated\n"}})()
+	offerMember(t, h, f, svc, "sandboxpool-a")
+	if n := f.Calls(fake.VerbPrepareExec); n != 0 {
+		t.Fatalf("offering a member started %d execs in it, want none", n)
+	}
 
-	member := offerMember(t, h, f, svc, "sandboxpool-a")
-	if n := f.Calls(fake.VerbPrepareExec); n != 1 {
-		t.Fatalf("offering a member prepared %d rotations, want 1", n)
-	}
-	h.Offer(ctx, "pool-uid", svc.Engine, []host.Member{member})
-	if n := f.Calls(fake.VerbPrepareExec); n != 1 {
-		t.Fatalf("offering it again prepared %d rotations in all, want still 1", n)
-	}
-	m, ok := h.Warm().Take("ns", "class", nil)
-	if !ok {
-		t.Fatal("nothing to take")
-	}
-	got, err := h.Claim(ctx, svc, m)
-	if err != nil || got.Container.Name != svc.Container.Name {
+	own := svc
+	own.Password = "member-pw"
+	m, _ := h.Warm().Take("ns", "class", nil)
+	if got, err := h.Claim(ctx, own, m); err != nil || got.Container.Name != svc.Container.Name {
 		t.Fatalf("Claim = %+v, %v", got, err)
 	}
-	if p, x := f.Calls(fake.VerbPrepareExec), f.Calls(fake.VerbExec); p != 1 || x != 1 {
-		t.Errorf("the claim prepared %d and ran %d execs in all, want the one prepared ahead, run once", p, x)
+	if p, x := f.Calls(fake.VerbPrepareExec), f.Calls(fake.VerbExec); p != 0 || x != 0 {
+		t.Errorf("claiming with the member's own password prepared %d and ran %d execs, want none", p, x)
 	}
 
-	t.Run("broken before it ran", func(t *testing.T) {
-		h, f := newHost()
-		defer f.OnExec(fake.ExecRule{Result: dd.ExecResult{Stdout: "sandbox-rotated\n"}})()
-		member := offerMember(t, h, f, svc, "sandboxpool-b")
-		f.BreakHeldExecs(member.ID)
-		m, _ := h.Warm().Take("ns", "class", nil)
-		if _, err := h.Claim(ctx, svc, m); err != nil {
-			t.Fatalf("Claim: %v", err)
-		}
-		if p := f.Calls(fake.VerbPrepareExec); p != 2 {
-			t.Errorf("%d rotations prepared, want the broken one and another", p)
-		}
-	})
-
-	t.Run("lost while offered", func(t *testing.T) {
-		h, f := newHost()
-		member := offerMember(t, h, f, svc, "sandboxpool-c")
-		f.BreakHeldExecs(member.ID)
-		h.Offer(ctx, "pool-uid", svc.Engine, []host.Member{member})
-		if p := f.Calls(fake.VerbPrepareExec); p != 2 {
-			t.Errorf("%d rotations prepared, want the lost one replaced when offered again", p)
-		}
-	})
+	h, f = newHost()
+	defer f.OnExec(fake.ExecRule{Result: dd.ExecResult{Stdout: "sandbox-rotated\n"}})()
+	offerMember(t, h, f, svc, "sandboxpool-b")
+	rotated := svc
+	rotated.Password = "sandbox-pw"
+	m, _ = h.Warm().Take("ns", "class", nil)
+	if _, err := h.Claim(ctx, rotated, m); err != nil {
+		t.Fatalf("Claim: %v", err)
+	}
+	if p, x := f.Calls(fake.VerbPrepareExec), f.Calls(fake.VerbExec); p != 1 || x != 1 {
+		t.Errorf("claiming for an existing Secret prepared %d and ran %d execs, want the rotation, once", p, x)
+	}
 }
 
 // A replica that gave a host up offers nothing it knew of its members: another

@@ -3,8 +3,6 @@ package host
 import (
 	"slices"
 	"sync"
-
-	dd "github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver"
 )
 
 // Member is a started pool member that answered its probe: what a claim takes.
@@ -14,7 +12,8 @@ type Member struct {
 	Namespace, Pool, PoolUID string
 	// Class is its ClassHash.
 	Class string
-	// Password is the member's own, rotated away at claim.
+	// Password is the member's own: a new Sandbox's Secret is made with it; a
+	// claim for a Sandbox whose Secret exists rotates it away.
 	Password string
 	// Address is its IP on its network, where the rotation logs in.
 	Address string
@@ -28,9 +27,6 @@ type Warm struct {
 	mu    sync.Mutex
 	free  map[string][]Member // by pool UID, oldest first
 	taken map[string]string   // member ID → pool UID
-	// rotations are members' Rotate steps prepared ahead, by member ID, kept
-	// until a claim runs one or the member goes.
-	rotations map[string]dd.PreparedExec
 	// claiming are the members taken and not yet claimed or removed: the
 	// claims in flight on the host, which refills wait for.
 	claiming map[string]bool
@@ -38,7 +34,7 @@ type Warm struct {
 
 // Claiming says whether a claim is in flight on the host, from the Take of its
 // member to its end. A refill's start (initdb for postgres) takes the CPU a
-// claim's rotation needs, so refills wait while one runs (see
+// claim needs, so refills wait while one runs (see
 // sandboxpool.Reconciler.create).
 func (w *Warm) Claiming() bool {
 	w.mu.Lock()
@@ -48,91 +44,39 @@ func (w *Warm) Claiming() bool {
 
 // NewWarm is an empty index.
 func NewWarm() *Warm {
-	return &Warm{free: map[string][]Member{}, taken: map[string]string{}, rotations: map[string]dd.PreparedExec{}, claiming: map[string]bool{}}
+	return &Warm{free: map[string][]Member{}, taken: map[string]string{}, claiming: map[string]bool{}}
 }
 
-// Offer sets the claimable members of one pool, minus those already taken, and
-// returns those that have no rotation prepared yet.
-func (w *Warm) Offer(poolUID string, ms []Member) (unprepared []Member) {
+// Offer sets the claimable members of one pool, minus those already taken.
+// Nothing is started in them ahead of a claim: most claims (a new Sandbox's)
+// run no exec at all, and a held exec's teardown at claim cost every claim
+// the CPU its Ready write needed (see docs/pools.md).
+func (w *Warm) Offer(poolUID string, ms []Member) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	ms = slices.DeleteFunc(slices.Clone(ms), func(m Member) bool { _, ok := w.taken[m.ID]; return ok })
-	for _, m := range w.free[poolUID] {
-		if !slices.ContainsFunc(ms, func(n Member) bool { return n.ID == m.ID }) {
-			w.dropRotation(m.ID)
-		}
-	}
-	for _, m := range ms {
-		if p := w.rotations[m.ID]; p == nil || !p.Held() {
-			w.dropRotation(m.ID)
-			unprepared = append(unprepared, m)
-		}
-	}
 	if len(ms) == 0 {
 		delete(w.free, poolUID)
-		return nil
+		return
 	}
 	w.free[poolUID] = ms
-	return unprepared
 }
 
-// prepared keeps p as free member id's prepared rotation; false (p is the
-// caller's to close) when the member is no longer free or has one.
-func (w *Warm) prepared(poolUID, id string, p dd.PreparedExec) bool {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.rotations[id] != nil || !slices.ContainsFunc(w.free[poolUID], func(m Member) bool { return m.ID == id }) {
-		return false
-	}
-	w.rotations[id] = p
-	return true
-}
-
-// rotation hands over member id's prepared rotation (nil: none).
-func (w *Warm) rotation(id string) dd.PreparedExec {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	p := w.rotations[id]
-	delete(w.rotations, id)
-	return p
-}
-
-// CloseAll closes every prepared rotation: the manager stops.
-func (w *Warm) CloseAll() {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	for id := range w.rotations {
-		w.dropRotation(id)
-	}
-}
-
-// Reset forgets every offer, every member a claim took and every prepared
-// rotation: the replica gave the host up, and what it knew of the host's
+// Reset forgets every offer and every member a claim took: the replica gave the host up, and what it knew of the host's
 // members is stale once another replica drove it (a member offered here may
 // serve a Sandbox now). The pools offer again from what they list.
 func (w *Warm) Reset() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	for id := range w.rotations {
-		w.dropRotation(id)
-	}
 	w.free, w.taken, w.claiming = map[string][]Member{}, map[string]string{}, map[string]bool{}
 }
 
-// release ends member id's claim, if one is in flight, and closes its prepared
-// rotation, if any: the claim is over, or the member goes.
+// release ends member id's claim, if one is in flight: the claim is over, or
+// the member goes.
 func (w *Warm) release(id string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	delete(w.claiming, id)
-	w.dropRotation(id)
-}
-
-func (w *Warm) dropRotation(id string) {
-	if p := w.rotations[id]; p != nil {
-		p.Close()
-		delete(w.rotations, id)
-	}
 }
 
 // Take claims a member of class from the pools of namespace (only those named
@@ -171,7 +115,6 @@ func (w *Warm) Withdraw(poolUID, id string) bool {
 	if _, ok := w.taken[id]; ok {
 		return false
 	}
-	w.dropRotation(id)
 	w.free[poolUID] = slices.DeleteFunc(w.free[poolUID], func(m Member) bool { return m.ID == id })
 	if len(w.free[poolUID]) == 0 {
 		delete(w.free, poolUID)
@@ -194,13 +137,7 @@ func (w *Warm) Forget(poolUID string, present map[string]bool) {
 	defer w.mu.Unlock()
 	for id, uid := range w.taken {
 		if uid == poolUID && !present[id] {
-			w.dropRotation(id)
 			delete(w.taken, id)
-		}
-	}
-	for _, m := range w.free[poolUID] {
-		if !present[m.ID] {
-			w.dropRotation(m.ID)
 		}
 	}
 	if len(present) == 0 {

@@ -83,7 +83,7 @@ func (f Fenced) Rename(ctx context.Context, nameOrID, newName string) error {
 	return f.Driver.Rename(ctx, nameOrID, newName)
 }
 
-// fencedExec is a prepared exec (a pool member's held rotation) that runs only
+// fencedExec is a prepared exec (a claim's rotation, a data step held ahead) that runs only
 // while the Lease is held.
 type fencedExec struct {
 	dd.PreparedExec
