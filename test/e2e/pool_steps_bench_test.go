@@ -5,12 +5,16 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -40,7 +44,9 @@ func TestBenchPoolClaimSteps(t *testing.T) {
 		api.trace()
 		calls.Trace()
 		name := fmt.Sprintf("steps-%d", i)
+		stopPerf := perfSched(t, name)
 		took := b.createReady(b.sandbox(name, false))
+		stopPerf(b.started)
 		b.claimed++
 		time.Sleep(2 * time.Second) // the passes that follow Ready
 		claims = append(claims, claimSteps{name: name, start: b.started, ready: took, api: api.traced(), docker: calls.Traced()})
@@ -311,4 +317,29 @@ func warnings(t *testing.T, ns string) []string {
 		return nil
 	}
 	return strings.Split(out, "\n")
+}
+
+// perfSched records the scheduler's switches on every CPU (perf sched record)
+// around one claim when SANDBOX_BENCH_PERF names a folder: which processes ran,
+// and which waited for a CPU, while the claim's requests were slow. The returned
+// func stops the recording. A no-op otherwise.
+func perfSched(t *testing.T, name string) func(created time.Time) {
+	dir := os.Getenv("SANDBOX_BENCH_PERF")
+	if dir == "" {
+		return func(time.Time) {}
+	}
+	cmd := exec.Command("perf", "sched", "record", "-a", "-k", "mono", "-o", filepath.Join(dir, name+".data"))
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("perf sched record: %v", err)
+	}
+	time.Sleep(time.Second) // perf's own start is over
+	return func(created time.Time) {
+		var now unix.Timespec
+		_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &now)
+		at := time.Duration(now.Nano()) - time.Since(created)
+		t.Logf("%s: created at %.6f on perf's clock (CLOCK_MONOTONIC)", name, at.Seconds())
+		time.Sleep(300 * time.Millisecond)
+		_ = cmd.Process.Signal(os.Interrupt)
+		_ = cmd.Wait()
+	}
 }
