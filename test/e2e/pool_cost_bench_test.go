@@ -50,6 +50,7 @@ func TestBenchPoolBurst(t *testing.T) {
 	b.claimed = int64(n)
 	b.waitFull(15 * time.Minute)
 	refill := time.Since(b.started)
+	t.Logf("pools full again %s after the first create (load average now: %s)", ms(refill), loadAvg())
 	kubectl(t, "delete", "-n", b.ns, "sandboxes", "--all", "--timeout=600s")
 	b.claimed = -1 // the pools' claimed members went with their Sandboxes
 	b.waitFull(15 * time.Minute)
