@@ -26,11 +26,13 @@ import (
 // (through a tracing proxy), its Docker requests (through the counting proxy, its
 // --docker-host) and its passes (controller-runtime's V(5) lines). Each step is
 // timed from the Sandbox's create; medians over SANDBOX_BENCH_STEPS claims
-// (default 7), and the whole timeline of the median claim. The proxies add a
+// (default 7), and the whole timeline of the median claim. With
+// SANDBOX_BENCH_STEPS_COLD set, the Sandboxes start cold (policy Never). The proxies add a
 // hop to every request, so these claims are slower than TestBenchPoolClaim's.
 func TestBenchPoolClaimSteps(t *testing.T) {
 	testenv.BenchOnly(t)
 	n := benchCount("SANDBOX_BENCH_STEPS", 7)
+	cold := os.Getenv("SANDBOX_BENCH_STEPS_COLD") != "" // Sandboxes of policy Never: the cold path's steps
 	api := traceAPI(t)
 	calls := testenv.CountDockerCalls(t, dockerDaemon())
 	m := startManager(t, "--kubeconfig", api.kubeconfig, "--docker-host", calls.Host,
@@ -45,9 +47,11 @@ func TestBenchPoolClaimSteps(t *testing.T) {
 		calls.Trace()
 		name := fmt.Sprintf("steps-%d", i)
 		stopPerf := perfSched(t, name)
-		took := b.createReady(b.sandbox(name, false))
+		took := b.createReady(b.sandbox(name, cold))
 		stopPerf(b.started)
-		b.claimed++
+		if !cold {
+			b.claimed++
+		}
 		time.Sleep(2 * time.Second) // the passes that follow Ready
 		claims = append(claims, claimSteps{name: name, start: b.started, ready: took, api: api.traced(), docker: calls.Traced()})
 	}
