@@ -31,7 +31,7 @@ func (r *Reconciler) claimService(ctx context.Context, w serviceWork, res servic
 		return res, false
 	}
 	start := time.Now()
-	afterPass(ctx, func() { r.PokePool(types.NamespacedName{Namespace: m.Namespace, Name: m.Pool}) })
+	r.pokePool(ctx, m)
 	if w.reserved == nil {
 		rec := claim.Record{ID: m.ID, Credentials: host.CredentialsHash(w.svc.Password)}
 		if err := r.claims.Write(ctx, r.Client, w.sb, map[string]claim.Record{e: rec}, nil); err != nil {
@@ -60,6 +60,18 @@ func (r *Reconciler) claimService(ctx context.Context, w serviceWork, res servic
 	res.event(sandboxv1.EventClaimed, fmt.Sprintf("%s: claimed a warm member of pool %s as %s in %s; its password is the Sandbox's",
 		e, m.Pool, w.svc.Container.Name, time.Since(start).Round(time.Millisecond)))
 	return r.claimedReady(w, got.Container, res), true
+}
+
+// pokePool has member m's pool refill: once this pass has written its status,
+// so that the refill's start does not compete with the claim, or at once when
+// the pool has no member left to offer (its next claims go cold until it
+// refills, and a claim that rotates lasts as long as its rotation).
+func (r *Reconciler) pokePool(ctx context.Context, m host.Member) {
+	poke := func() { r.PokePool(types.NamespacedName{Namespace: m.Namespace, Name: m.Pool}) }
+	if r.Host.Warm().Offered(m.PoolUID) == 0 {
+		poke()
+	}
+	afterPass(ctx, poke)
 }
 
 // takeMember is the member reserved for the service, or one taken from the

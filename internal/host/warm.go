@@ -122,6 +122,13 @@ func (w *Warm) Withdraw(poolUID, id string) bool {
 	return true
 }
 
+// Offered is how many of a pool's members are on offer.
+func (w *Warm) Offered(poolUID string) int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.free[poolUID])
+}
+
 // Taken says whether a claim took the member.
 func (w *Warm) Taken(id string) bool {
 	w.mu.Lock()
