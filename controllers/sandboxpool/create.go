@@ -73,7 +73,7 @@ func (p *Reconciler) createMember(ctx context.Context, pool *sandboxv1.SandboxPo
 }
 
 // offer hands the ready members to claims, oldest first.
-func (p *Reconciler) offer(ctx context.Context, pool *sandboxv1.SandboxPool, class host.Service, key []byte, ms poolMembers) {
+func (p *Reconciler) offer(pool *sandboxv1.SandboxPool, class host.Service, key []byte, ms poolMembers) {
 	ready := slices.Clone(ms.ready)
 	slices.SortFunc(ready, func(a, b dd.ContainerSummary) int { return a.CreatedAt.Compare(b.CreatedAt) })
 	offered := make([]host.Member, 0, len(ready))

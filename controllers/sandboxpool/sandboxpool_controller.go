@@ -155,7 +155,7 @@ func (p *Reconciler) fill(ctx context.Context, pool *sandboxv1.SandboxPool) (ctr
 		return ctrl.Result{}, err
 	}
 	created, err := p.create(ctx, pool, key, ms)
-	p.offer(ctx, pool, class, key, ms)
+	p.offer(pool, class, key, ms)
 	setPoolStatus(pool, ms, created)
 	onHost.say(pool)
 	if overQuota != "" {

@@ -84,7 +84,6 @@ var (
 	eventSuffix      = regexp.MustCompile(`\.[0-9a-f]{16}$`)
 	execCreate       = regexp.MustCompile(`/containers/(\w+)/exec$`)
 	execStart        = regexp.MustCompile(`/exec/(\w+)/start$`)
-	execInspect      = regexp.MustCompile(`/exec/(\w+)/json$`)
 )
 
 // execsOf adds to owners the execs started in the containers it holds. The
@@ -112,22 +111,6 @@ func execsOf(docker []testenv.Request, owners map[string]string) {
 				owners[s[1]] = e + " exec"
 			}
 			break
-		}
-	}
-}
-
-// heldExecs names the execs inspected but not started within the trace: a
-// claim's rotation, prepared (started, and held) when its member was offered.
-func heldExecs(docker []testenv.Request, owners map[string]string) {
-	started := map[string]bool{}
-	for _, r := range docker {
-		if s := execStart.FindStringSubmatch(r.Path); s != nil {
-			started[s[1]] = true
-		}
-	}
-	for _, r := range docker {
-		if s := execInspect.FindStringSubmatch(r.Path); s != nil && !started[s[1]] && owners[s[1]] == "" {
-			owners[s[1]] = "held rotation exec"
 		}
 	}
 }
@@ -175,7 +158,6 @@ func (c *claimSteps) label(t *testing.T, b *poolBench, logs []logLine) {
 	}
 	slices.SortFunc(c.docker, func(a, b testenv.Request) int { return a.At.Compare(b.At) })
 	execsOf(c.docker, owners)
-	heldExecs(c.docker, owners)
 	for _, r := range c.docker {
 		p, ours := apiVersionPrefix.ReplaceAllString(r.Path, ""), false
 		for _, part := range strings.Split(p, "/")[1:] {
