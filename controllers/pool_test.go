@@ -2,6 +2,7 @@ package controllers_test
 
 import (
 	"fmt"
+	"maps"
 	"strings"
 	"time"
 
@@ -349,6 +350,10 @@ var _ = Describe("Warm pools", func() {
 		stop()
 		opts := testOptions()
 		opts.PoolRefills = 1
+		// Note: the member keeps starting through the window below, however late
+		// the load lets it be seen (at the suite's 3s deadline it was replaced).
+		opts.ProbeDeadlines = maps.Clone(opts.ProbeDeadlines)
+		opts.ProbeDeadlines["redis"] = time.Minute
 		stop = startManager(host, opts)
 		clear := host.OnExec(fake.ExecRule{Result: dd.ExecResult{ExitCode: 1, Stderr: "Could not connect"}})
 		pool := newPool(ns, "redis", "redis", 3)
