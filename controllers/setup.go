@@ -106,7 +106,7 @@ func (s Setup) AddToManager(mgr ctrl.Manager, driver dd.Driver) error {
 	if err := (placement.PoolReconciler{Reconciler: pl}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up pool placement: %w", err)
 	}
-	if err := (&quota.Reconciler{Client: mgr.GetClient(), API: mgr.GetAPIReader()}).SetupWithManager(mgr); err != nil {
+	if err := (&quota.Reconciler{Client: mgr.GetClient(), API: mgr.GetAPIReader(), Options: s.Options}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the SandboxQuota controller: %w", err)
 	}
 	hosts := &dockerhost.Reconciler{Client: mgr.GetClient(), API: mgr.GetAPIReader(), Fleet: f, Options: s.Options, UserAgent: s.UserAgent,

@@ -272,6 +272,13 @@ type SandboxStatus struct {
 	// data is what became of spec.data.
 	// +optional
 	Data *DataRequestStatus `json:"data,omitempty"`
+
+	// admitted is what the Sandbox was admitted to take (its SandboxQuotas and
+	// its Docker host's capacity judged it). A change of spec that takes more
+	// is judged again before it is applied; until it fits, what runs stays as
+	// it is (UpToDate False, reason QuotaExceeded or Unschedulable).
+	// +optional
+	Admitted *Admitted `json:"admitted,omitempty"`
 }
 
 // ServiceClaim records the pool member a service claimed.

@@ -78,6 +78,12 @@ type SandboxPoolStatus struct {
 	// dockerHost is the Docker host the pool's members live on.
 	// +optional
 	DockerHost *DockerHostStatus `json:"dockerHost,omitempty"`
+
+	// admitted is what the pool's members were admitted to take (its
+	// SandboxQuotas and its Docker host's capacity judged them): members
+	// beyond it are made only once a new admission passes.
+	// +optional
+	Admitted *Admitted `json:"admitted,omitempty"`
 }
 
 // SandboxPool keeps started, probed service containers of one class on the

@@ -31,10 +31,30 @@ type SandboxQuotaSpec struct {
 	Hard QuotaAmounts `json:"hard"`
 }
 
-// QuotaAdmission is one object the quota admitted, and what it takes. The
-// manager writes it before the object's first container (or claim), with the
-// quota's resourceVersion as a precondition: of two objects racing for the last
-// room one gets a conflict and looks again, so the sum never passes hard.
+// Admitted is what an object (a Sandbox or a pool) was admitted to take, by its
+// namespace's SandboxQuotas and its Docker host: the manager records it in the
+// object's status (which tenants cannot write) when an admission passes, and
+// judges any change that would take more against both before anything of it is
+// made. A quota's used is the sum of its objects' admitted amounts.
+type Admitted struct {
+	// sandboxes it takes (1 for a Sandbox, 0 for a pool).
+	// +optional
+	Sandboxes int32 `json:"sandboxes,omitempty"`
+	// poolMembers it takes (a pool's admitted members, 0 for a Sandbox).
+	// +optional
+	PoolMembers int32 `json:"poolMembers,omitempty"`
+	// memory it takes: its services' (or members') memory limits summed.
+	// +optional
+	Memory *resource.Quantity `json:"memory,omitempty"`
+}
+
+// QuotaAdmission is one admission in flight: the quota counts it from the
+// moment it is written (with the quota's resourceVersion as a precondition: of
+// two objects racing for the last room one gets a conflict and looks again, so
+// the sum never passes hard) until the object's own status.admitted records it,
+// when the quota's recount drops the entry. Entries written by earlier releases
+// (one per admitted object) are read the same way, so an upgrade counts each
+// object once.
 type QuotaAdmission struct {
 	// uid is the admitted object's metadata.uid.
 	// +required
@@ -65,13 +85,17 @@ type SandboxQuotaStatus struct {
 	// hard is the enforced limit (spec.hard as last observed).
 	// +optional
 	Hard QuotaAmounts `json:"hard,omitempty"`
-	// used is the sum of admitted.
+	// used is what the namespace's objects were admitted to take: each object's
+	// status.admitted (or its admission in flight), an object that made
+	// containers without a record at its full demand.
 	// +optional
 	Used QuotaAmounts `json:"used,omitempty"`
 	// summary is used against hard, for kubectl get: "sandboxes 3/10, memory 768Mi/4Gi".
 	// +optional
 	Summary string `json:"summary,omitempty"`
-	// admitted are the objects the quota counts. Only the manager writes them.
+	// admitted are the admissions in flight: written with used, dropped once the
+	// object's own status.admitted records them (so the quota does not grow
+	// with its objects). Only the manager writes them.
 	// +optional
 	// +listType=map
 	// +listMapKey=uid

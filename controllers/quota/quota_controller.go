@@ -1,15 +1,16 @@
-// Package quota is the SandboxQuota reconciler: it keeps each quota's status
-// (hard, used, the summary kubectl shows) and the per-namespace metrics, and
-// drops the admissions of objects that are gone (a release a manager missed:
-// killed between teardown and its write, or a cache that had not seen the
-// entry). Admission itself happens where objects are made (internal/quota).
+// Package quota is the SandboxQuota reconciler: it recounts each quota's used
+// from its namespace's objects (what each one's status.admitted records), keeps
+// hard, the summary kubectl shows and the per-namespace metrics, and drops the
+// admissions in flight that their objects recorded or that are gone (a release
+// a manager missed: killed between teardown and its write, or a cache that had
+// not seen the entry). Admission itself happens where objects are made
+// (internal/quota).
 package quota
 
 import (
 	"context"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -22,7 +23,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
+	"github.com/roboco-sandbox/sandbox-controller/internal/capacity"
 	"github.com/roboco-sandbox/sandbox-controller/internal/kit"
+	"github.com/roboco-sandbox/sandbox-controller/internal/options"
 	"github.com/roboco-sandbox/sandbox-controller/internal/quota"
 )
 
@@ -34,6 +37,9 @@ type Reconciler struct {
 	client.Client
 	// API reads around the cache: whether an admitted object is really gone.
 	API client.Reader
+	// Options give what an object takes that sets no amount itself (the
+	// operator's default memory).
+	Options options.Options
 }
 
 // +kubebuilder:rbac:groups=sandbox.roboco.io,resources=sandboxquotas,verbs=get;list;watch
@@ -48,19 +54,19 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	before := q.Status.DeepCopy()
-	gone := map[types.UID]bool{}
-	for _, a := range q.Status.Admitted {
-		exists, err := r.exists(ctx, q.Namespace, a)
-		if err != nil {
-			return ctrl.Result{}, err
-		}
-		gone[a.UID] = !exists
+	objects, err := r.objects(ctx, q.Namespace)
+	if err != nil {
+		return ctrl.Result{}, err
 	}
-	quota.Drop(q, func(a sandboxv1.QuotaAdmission) bool { return gone[a.UID] })
-	q.Status.ObservedGeneration = q.Generation
+	changed, err := quota.Recount(q, objects, func(a sandboxv1.QuotaAdmission) (bool, error) {
+		exists, err := r.exists(ctx, q.Namespace, a)
+		return !exists, err
+	})
+	if err != nil {
+		return ctrl.Result{}, err
+	}
 	observe(q)
-	if !equality.Semantic.DeepEqual(before, &q.Status) {
+	if changed {
 		// Note: Update carries the resourceVersion read: an admission written
 		// meanwhile makes this a conflict, and the recount runs again.
 		if err := r.Status().Update(ctx, q); err != nil {
@@ -71,6 +77,30 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 	}
 	return ctrl.Result{RequeueAfter: kit.Jitter(resync)}, nil
+}
+
+// objects are the namespace's Sandboxes and pools (as the cache shows them:
+// an entry in flight counts an object the cache has not seen yet), each at
+// what its status records.
+func (r *Reconciler) objects(ctx context.Context, ns string) ([]quota.Object, error) {
+	var sandboxes sandboxv1.SandboxList
+	if err := r.List(ctx, &sandboxes, client.InNamespace(ns)); err != nil {
+		return nil, err
+	}
+	var pools sandboxv1.SandboxPoolList
+	if err := r.List(ctx, &pools, client.InNamespace(ns)); err != nil {
+		return nil, err
+	}
+	out := make([]quota.Object, 0, len(sandboxes.Items)+len(pools.Items))
+	for i := range sandboxes.Items {
+		sb := &sandboxes.Items[i]
+		out = append(out, quota.Object{UID: sb.UID, Recorded: quota.RecordedSandbox(r.Options, sb)})
+	}
+	for i := range pools.Items {
+		pool := &pools.Items[i]
+		out = append(out, quota.Object{UID: pool.UID, Recorded: quota.RecordedPool(r.Options, pool)})
+	}
+	return out, nil
 }
 
 // exists says whether the admitted object is still there: the cache first, the
@@ -94,20 +124,22 @@ func (r *Reconciler) exists(ctx context.Context, ns string, a sandboxv1.QuotaAdm
 	return obj.GetUID() == a.UID, nil
 }
 
-// SetupWithManager recounts a quota when it changes and when a Sandbox or pool
-// of its namespace is deleted.
+// SetupWithManager recounts a quota when it changes, and when a Sandbox or pool
+// of its namespace is deleted or records another admission (so that what an
+// object frees, shrinking or gone, is free at once, and entries in flight are
+// dropped once recorded: the quota does not grow with its objects).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	deleted := predicate.Funcs{
+	freed := predicate.Funcs{
 		CreateFunc:  func(event.CreateEvent) bool { return false },
-		UpdateFunc:  func(event.UpdateEvent) bool { return false },
+		UpdateFunc:  capacity.AdmittedChanged,
 		GenericFunc: func(event.GenericEvent) bool { return false },
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("sandboxquota").
 		// Note: status changes too, so that the metrics follow each admission.
 		For(&sandboxv1.SandboxQuota{}).
-		Watches(&sandboxv1.Sandbox{}, handler.EnqueueRequestsFromMapFunc(r.quotasOf), builder.WithPredicates(deleted)).
-		Watches(&sandboxv1.SandboxPool{}, handler.EnqueueRequestsFromMapFunc(r.quotasOf), builder.WithPredicates(deleted)).
+		Watches(&sandboxv1.Sandbox{}, handler.EnqueueRequestsFromMapFunc(r.quotasOf), builder.WithPredicates(freed)).
+		Watches(&sandboxv1.SandboxPool{}, handler.EnqueueRequestsFromMapFunc(r.quotasOf), builder.WithPredicates(freed)).
 		WithOptions(kit.Paced(controller.Options{})).
 		Complete(r)
 }

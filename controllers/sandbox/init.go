@@ -22,6 +22,7 @@ import (
 	"github.com/roboco-sandbox/sandbox-controller/internal/host"
 	"github.com/roboco-sandbox/sandbox-controller/internal/index"
 	"github.com/roboco-sandbox/sandbox-controller/internal/kit"
+	"github.com/roboco-sandbox/sandbox-controller/internal/quota"
 )
 
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch
@@ -100,7 +101,7 @@ func missing(err error, what, namespace string) error {
 // started waits for them (Stalled, InitFailed); one that runs keeps running as
 // it is, its data untouched, and nothing of it changes until they are back.
 func initUnusable(sb *sandboxv1.Sandbox, msg string) {
-	if !madeAnything(sb) {
+	if !quota.MadeAnything(sb) {
 		stallAll(sb, sandboxv1.ReasonInitFailed, msg)
 		kit.SetCondition(sb, sandboxv1.ConditionServicesReady, metav1.ConditionFalse, sandboxv1.ReasonInitFailed, msg)
 		return

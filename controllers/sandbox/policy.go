@@ -12,6 +12,7 @@ import (
 	"github.com/roboco-sandbox/sandbox-controller/internal/index"
 	"github.com/roboco-sandbox/sandbox-controller/internal/kit"
 	"github.com/roboco-sandbox/sandbox-controller/internal/policy"
+	"github.com/roboco-sandbox/sandbox-controller/internal/quota"
 )
 
 // +kubebuilder:rbac:groups=sandbox.roboco.io,resources=sandboxpolicies,verbs=get;list;watch
@@ -22,7 +23,7 @@ import (
 // do, but spec.dockerHost, set by the author, skips placement. A Sandbox that
 // already made something stays (a policy changed later evicts nothing).
 func (r *Reconciler) allowedHere(ctx context.Context, sb *sandboxv1.Sandbox) (ctrl.Result, bool, error) {
-	if madeAnything(sb) {
+	if quota.MadeAnything(sb) {
 		return ctrl.Result{}, true, nil
 	}
 	why, err := policy.HostRefusal(ctx, r.Client, sb.Namespace, r.Scope.Name)

@@ -147,18 +147,21 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	return r.memory.pace(ctx, sb, result), nil
 }
 
-// provision checks its namespace's policy allows the host, that the host takes
-// it, holds its quota, reads or creates the credentials, then
-// drives every service.
+// provision checks its namespace's policy allows the host, that the host and
+// its quotas take what it asks, reads or creates the credentials, then drives
+// every service. A refused growth of a Sandbox that runs leaves what runs as
+// it is (its services are still observed and probed).
 func (r *Reconciler) provision(ctx context.Context, sb *sandboxv1.Sandbox) (ctrl.Result, *credentials, error) {
 	if result, ok, err := r.allowedHere(ctx, sb); !ok || err != nil {
 		return result, nil, err
 	}
-	if result, ok, err := r.admittedOnHost(ctx, sb); !ok || err != nil {
-		return result, nil, err
-	}
-	if result, ok, err := r.admit(ctx, sb); !ok || err != nil {
-		return result, nil, err
+	v, err := r.admission(ctx, sb)
+	switch {
+	case err != nil || v.retry:
+		return v.result, nil, err
+	case v.why != "" && !v.held(sb, r):
+		v.wait(sb)
+		return v.result, nil, nil
 	}
 	creds, err := r.ensureSecret(ctx, sb)
 	var conflict errSecretConflict
@@ -176,7 +179,14 @@ func (r *Reconciler) provision(ctx context.Context, sb *sandboxv1.Sandbox) (ctrl
 		r.unreserve(ctx, creds.reserved)
 		return ctrl.Result{}, nil, errors.Join(err, creds.made())
 	}
-	result, err := r.reconcileServices(ctx, sb, creds)
+	var held *verdict
+	if v.why != "" {
+		held = &v
+	}
+	result, err := r.reconcileServices(ctx, sb, creds, held)
+	if held != nil {
+		result.RequeueAfter = kit.Soonest(result.RequeueAfter, v.result.RequeueAfter)
+	}
 	return result, creds, err
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -47,6 +48,11 @@ func (r *Reconciler) reconcileService(ctx context.Context, w serviceWork, ours [
 	if obs, err = r.rollOut(ctx, w, obs, &res); err != nil {
 		return res.dockerFailed(ctx, err, "rolling out "+w.svc.Container.Name)
 	}
+	if w.svc.Hold && obs.Phase != host.Running && obs.Phase != host.Paused {
+		return res.waiting(part{reason: sandboxv1.ReasonCreating, message: fmt.Sprintf(
+			"%s is %s: not made again while its spec's growth is refused", w.svc.Container.Name, strings.ToLower(string(obs.Phase)))},
+			w.svc.Engine.Name()+" is not running", quotaRecheck)
+	}
 	switch obs.Phase {
 	case host.Stopped:
 		return r.recreateStopped(ctx, w, obs.Stopped, res)
@@ -83,7 +89,7 @@ func (r *Reconciler) reconcileService(ctx context.Context, w serviceWork, ours [
 // Sandbox's update strategy asks for it; otherwise it is kept, with its data,
 // and reported behind. A rollout is no restart.
 func (r *Reconciler) rollOut(ctx context.Context, w serviceWork, obs host.Observation, res *serviceResult) (host.Observation, error) {
-	if obs.Behind == "" || obs.Current == nil || obs.Phase == host.Stopped || !r.Options.RollsOut(w.sb) && !initFailed(w) {
+	if obs.Behind == "" || obs.Current == nil || obs.Phase == host.Stopped || w.svc.Hold || !r.Options.RollsOut(w.sb) && !initFailed(w) {
 		return obs, nil
 	}
 	if _, err := r.retire(ctx, w, *obs.Current, res); err != nil {

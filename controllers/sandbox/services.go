@@ -21,8 +21,10 @@ import (
 )
 
 // reconcileServices provisions every service in parallel with the passwords of
-// creds and summarizes the result into sb.Status.
-func (r *Reconciler) reconcileServices(ctx context.Context, sb *sandboxv1.Sandbox, creds *credentials) (ctrl.Result, error) {
+// creds and summarizes the result into sb.Status. held (nil: none) is a refused
+// growth: only the services that have containers are looked at, and none of
+// them is made or replaced.
+func (r *Reconciler) reconcileServices(ctx context.Context, sb *sandboxv1.Sandbox, creds *credentials, held *verdict) (ctrl.Result, error) {
 	// Note: a member reserved for a service that did not claim it this pass is
 	// removed, whatever ends the pass (see reserve).
 	unclaimed := creds.reserved
@@ -60,6 +62,9 @@ func (r *Reconciler) reconcileServices(ctx context.Context, sb *sandboxv1.Sandbo
 	for _, c := range ours {
 		byEngine[c.Labels[host.LabelEngine]] = append(byEngine[c.Labels[host.LabelEngine]], c)
 	}
+	if held != nil {
+		specs = holding(specs, byEngine)
+	}
 	dropped, err := r.removeDropped(ctx, sb, specs, byEngine)
 	if err != nil {
 		return ctrl.Result{}, err
@@ -76,11 +81,27 @@ func (r *Reconciler) reconcileServices(ctx context.Context, sb *sandboxv1.Sandbo
 	}
 	wasReady, oldConditions := isReady(sb), conditionReasons(sb)
 	summarize(sb, results)
+	if held != nil {
+		held.hold(sb)
+	}
 	summarizeData(sb)
 	r.report(ctx, sb, results, wasReady, oldConditions)
 	result := passResult(results, r.Options.ResyncPeriod)
 	result.RequeueAfter = kit.Soonest(result.RequeueAfter, dropped)
 	return result, nil
+}
+
+// holding keeps, of specs, the services that have containers, each held as it
+// runs: a service the spec added waits with the refused growth.
+func holding(specs []host.Service, byEngine map[string][]dd.ContainerSummary) []host.Service {
+	kept := specs[:0:0]
+	for _, s := range specs {
+		if len(byEngine[s.Engine.Name()]) > 0 {
+			s.Hold = true
+			kept = append(kept, s)
+		}
+	}
+	return kept
 }
 
 // removeDropped removes the containers of services no longer in spec; the others

@@ -9,7 +9,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
-	"github.com/roboco-sandbox/sandbox-controller/internal/capacity"
 	"github.com/roboco-sandbox/sandbox-controller/internal/kit"
 	"github.com/roboco-sandbox/sandbox-controller/internal/quota"
 )
@@ -17,21 +16,25 @@ import (
 // +kubebuilder:rbac:groups=sandbox.roboco.io,resources=sandboxquotas,verbs=get;list;watch
 // +kubebuilder:rbac:groups=sandbox.roboco.io,resources=sandboxquotas/status,verbs=get;update;patch
 
-// admitMembers holds room for the pool's replicas under its namespace's
-// SandboxQuotas, and lowers ms.missing to what was admitted: a member is made
-// only once admitted. The members there are stay admitted whatever the quota
-// says. why is "" when every wanted member is admitted.
-func (p *Reconciler) admitMembers(ctx context.Context, pool *sandboxv1.SandboxPool, ms *poolMembers) (why string, err error) {
+// admitMembers holds room under its namespace's SandboxQuotas for as many of
+// the members the host admits as they have room for, records what was admitted
+// in the pool's status, and lowers ms.missing to it: a member is made only
+// once admitted. The members there are stay admitted whatever the quota says.
+// why is "" when every wanted member is admitted.
+func (p *Reconciler) admitMembers(ctx context.Context, pool *sandboxv1.SandboxPool, ms *poolMembers, onHost int32) (why string, err error) {
 	have := int32(len(ms.ready) + len(ms.starting))
-	unit := capacity.OfMember(p.Options, pool)
+	unit := quota.Member(p.Options, pool)
 	v, err := quota.Admit(ctx, p.Client, p.API, quota.Request{Namespace: pool.Namespace, Name: pool.Name, Kind: "SandboxPool",
-		UID: pool.UID, Unit: quota.Amounts{PoolMembers: 1, Memory: unit.Memory}, Count: ptrOr(pool.Spec.Replicas, 1), Min: have})
+		UID: pool.UID, Unit: unit, Count: onHost, Min: min(have, onHost), Recorded: quota.RecordedPool(p.Options, pool)})
 	if err != nil {
 		if apierrors.IsConflict(err) {
 			ms.missing = 0 // looked at again soon (the caller re-queues a pass that made none)
 			return "", nil
 		}
 		return "", err
+	}
+	if onHost > 0 || pool.Status.Admitted != nil {
+		pool.Status.Admitted = unit.Times(v.Admitted).Admitted()
 	}
 	ms.missing = min(ms.missing, max(0, int(v.Admitted-have)))
 	return v.Why, nil

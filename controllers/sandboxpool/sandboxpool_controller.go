@@ -150,9 +150,11 @@ func (p *Reconciler) fill(ctx context.Context, pool *sandboxv1.SandboxPool) (ctr
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	overQuota, err := p.admitMembers(ctx, pool, &ms)
-	if err != nil {
-		return ctrl.Result{}, err
+	overQuota := ""
+	if !onHost.retry {
+		if overQuota, err = p.admitMembers(ctx, pool, &ms, onHost.members); err != nil {
+			return ctrl.Result{}, err
+		}
 	}
 	created, err := p.create(ctx, pool, key, ms)
 	p.offer(pool, class, key, ms)

@@ -14,11 +14,13 @@ import (
 	"github.com/roboco-sandbox/sandbox-controller/internal/options"
 )
 
-// Request is what an object asks of a host: who it is, and what it takes.
+// Request is what an object asks of a host: who it is, what it takes, and
+// what it was admitted to take before (nil: nothing).
 type Request struct {
-	Key  string // namespace/name
-	UID  string
-	Need Demand
+	Key      string // namespace/name
+	UID      string
+	Need     Demand
+	Admitted *Demand
 }
 
 // reservationTTL is how long a reservation counts without its object bound: a
@@ -137,4 +139,18 @@ func (d *Demand) Add(o Demand) {
 func (d *Demand) Sub(o Demand) {
 	d.Sandboxes -= o.Sandboxes
 	d.Memory.Sub(o.Memory)
+}
+
+// Covers: d takes at least as much as o of everything.
+func (d Demand) Covers(o Demand) bool {
+	return d.Sandboxes >= o.Sandboxes && d.Memory.Cmp(o.Memory) >= 0
+}
+
+// larger is the larger of a and b in each amount.
+func larger(a, b Demand) Demand {
+	out := Demand{Sandboxes: max(a.Sandboxes, b.Sandboxes), Memory: a.Memory.DeepCopy()}
+	if b.Memory.Cmp(a.Memory) > 0 {
+		out.Memory = b.Memory.DeepCopy()
+	}
+	return out
 }

@@ -66,6 +66,9 @@ type Service struct {
 	// Claims are the containers claimed from pools for this service: container ID
 	// → CredentialsHash of the password each was rotated to (the claim record).
 	Claims map[string]string
+	// Hold keeps the running container whatever the Sandbox's spec changed
+	// (its growth was refused): it is reported behind, never replaced.
+	Hold bool
 }
 
 // Chosen says which of a service's settings its Sandbox set itself.

@@ -19,7 +19,7 @@ type judgements struct {
 // judgedKey is what a verdict depends on: the container, the wanted fingerprint,
 // and what tells the Sandbox's choices from the operator's.
 func judgedKey(id string, svc Service) string {
-	return fmt.Sprint(id, svc.Container.Labels[LabelConfigHash], svc.Chosen, svc.Features, svc.Images)
+	return fmt.Sprint(id, svc.Container.Labels[LabelConfigHash], svc.Chosen, svc.Features, svc.Images, svc.Hold)
 }
 
 func (js *judgements) get(key string) (judgement, bool) {

@@ -128,7 +128,7 @@ func (h *Host) judgeMade(ctx context.Context, svc Service, c *dd.ContainerSummar
 	var j judgement
 	var words []string
 	for _, d := range Differences(svc, made) {
-		j.replace = j.replace || d.Cause == CauseSpec
+		j.replace = j.replace || d.Cause == CauseSpec && !svc.Hold
 		words = append(words, d.What)
 	}
 	j.why = strings.Join(words, "; ")

@@ -1,15 +1,16 @@
 // Package quota is the admission of Sandboxes and pools under their namespace's
-// SandboxQuotas: a ledger of admitted objects in each quota's status, written
-// before the object's first container with the quota's resourceVersion as a
-// precondition, so that concurrent admissions (any worker, any replica) never
-// pass hard together. The quota reconciler (controllers/quota) drops the
-// entries of objects that are gone and keeps used and the metrics.
+// SandboxQuotas. A quota holds aggregates only: used, and the admissions in
+// flight (status.admitted). An object's admitted amounts live in its own status
+// (status.admitted, which tenants cannot write). Any change that takes more is
+// judged again, by adding the growth to used with the quota's resourceVersion
+// as a precondition, so that concurrent admissions (any worker, any replica)
+// never pass hard together. The quota reconciler (controllers/quota) recounts
+// used from the objects and drops the entries their statuses record (Recount).
 package quota
 
 import (
 	"context"
 	"fmt"
-	"math"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -20,22 +21,32 @@ import (
 	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
 )
 
-// Amounts is what one unit of an object takes.
-type Amounts struct {
-	Sandboxes   int32
-	PoolMembers int32
-	Memory      resource.Quantity
-}
-
 // Request asks room for up to Count units of Unit for one object; at least Min
 // are admitted whatever the quota says (what already runs: a quota made or
 // lowered later evicts nothing, as Kubernetes' ResourceQuota does not).
+// Recorded is what the object's status says it was admitted to (nil: nothing).
+// Hold keeps the object at Recorded when fewer than Count units fit (a
+// Sandbox's refused growth leaves what runs as it is); otherwise it is
+// admitted the units that fit.
 type Request struct {
 	Namespace, Name, Kind string
 	UID                   types.UID
 	Unit                  Amounts
 	Count, Min            int32
+	Recorded              *Amounts
+	Hold                  bool
 }
+
+// recorded is what the object's status records (nothing when it records none).
+func (r Request) recorded() Amounts {
+	if r.Recorded == nil {
+		return Amounts{}
+	}
+	return *r.Recorded
+}
+
+// want is what k units of r take.
+func (r Request) want(k int32) Amounts { return r.Unit.Times(k) }
 
 // Verdict is how many units were admitted, and when fewer than asked, why.
 type Verdict struct {
@@ -43,44 +54,44 @@ type Verdict struct {
 	Why      string
 }
 
-// Admit records r in every SandboxQuota of its namespace, as many units as all
-// of them have room for (read live: the precondition needs a current
-// resourceVersion). An object already recorded keeps what it has. A conflict
-// is returned for the caller to retry. When the cache shows every quota holding
-// all of r already (the common pass), nothing is read from the API server.
+// Amounts returns what the verdict admitted of r, for the object's status.
+func (v Verdict) Amounts(r Request) Amounts { return r.want(v.Admitted) }
+
+// Admit judges r against every SandboxQuota of its namespace: as many units as
+// all of them have room for (at least r.Min), counting the object at what they
+// count it now (its entry in flight, else r.Recorded). Only growth is judged:
+// an amount that does not grow passes whatever the quota says. The quotas that
+// count the object at another amount are written (read live: the precondition
+// needs a current resourceVersion); a conflict is returned for the caller to
+// retry. When the cache shows every quota counting the object at the wanted
+// amounts (the common pass), nothing is read from the API server.
 func Admit(ctx context.Context, c client.Client, api client.Reader, r Request) (Verdict, error) {
 	var quotas sandboxv1.SandboxQuotaList
 	if err := c.List(ctx, &quotas, client.InNamespace(r.Namespace)); err != nil {
 		return Verdict{}, err
 	}
-	if allHold(quotas.Items, r) {
+	if allCount(quotas.Items, r, r.want(r.Count)) {
 		return Verdict{Admitted: r.Count}, nil
 	}
 	if err := api.List(ctx, &quotas, client.InNamespace(r.Namespace)); err != nil {
 		return Verdict{}, err
 	}
 	k, why := r.Count, ""
-	minimum := r.Min
-	for i := range quotas.Items {
-		minimum = max(minimum, min(recorded(&quotas.Items[i], r), r.Count))
-	}
 	for i := range quotas.Items {
 		q := &quotas.Items[i]
 		if room := roomFor(q, r); room < k {
 			k, why = room, exceeded(q, r)
 		}
 	}
-	k = max(k, minimum)
-	if k < r.Count && why == "" {
-		why = "admitted what already runs"
+	if k < r.Min {
+		k, why = r.Min, cmpOr(why, "admitted what already runs")
+	}
+	target := r.want(k)
+	if k < r.Count && r.Hold {
+		target = r.recorded()
 	}
 	for i := range quotas.Items {
-		q := &quotas.Items[i]
-		if holds(q, r, k) {
-			continue
-		}
-		setEntry(q, r, k)
-		if err := c.Status().Update(ctx, q); err != nil {
+		if err := set(ctx, c, &quotas.Items[i], r, target); err != nil {
 			return Verdict{}, err
 		}
 	}
@@ -90,11 +101,13 @@ func Admit(ctx context.Context, c client.Client, api client.Reader, r Request) (
 	return Verdict{Admitted: k, Why: why}, nil
 }
 
-// Release removes uid from every SandboxQuota of the namespace: the object and
-// all it made are gone. Conflicts are retried. Only the quotas the cache shows
-// holding uid are read live (an entry is only ever added through the API
-// server, so the cache may lag with one, never show one that is not there; the
-// quota reconciler drops what a lagging cache hid from here).
+// Release drops uid's admission in flight from every SandboxQuota of the
+// namespace (idempotent: conflicts are retried, a second release finds none).
+// What the object's status recorded leaves used with the quota's recount once
+// the object is gone (its deletion re-queues the quota). Only the quotas the
+// cache shows holding an entry for uid are read live (an entry is only ever
+// added through the API server, so the cache may lag with one, never show one
+// that is not there; the recount drops what a lagging cache hid from here).
 func Release(ctx context.Context, c client.Client, api client.Reader, namespace string, uid types.UID) error {
 	var quotas sandboxv1.SandboxQuotaList
 	if err := c.List(ctx, &quotas, client.InNamespace(namespace)); err != nil {
@@ -110,9 +123,14 @@ func Release(ctx context.Context, c client.Client, api client.Reader, namespace 
 			if err := api.Get(ctx, key, cur); err != nil {
 				return client.IgnoreNotFound(err)
 			}
-			if !Drop(cur, func(a sandboxv1.QuotaAdmission) bool { return a.UID == uid }) {
+			i := indexOf(cur, uid)
+			if i < 0 {
 				return nil
 			}
+			used := FromUsed(cur.Status.Used)
+			used.Sub(FromEntry(cur.Status.Admitted[i]))
+			cur.Status.Admitted = append(cur.Status.Admitted[:i:i], cur.Status.Admitted[i+1:]...)
+			setUsed(cur, used)
 			return c.Status().Update(ctx, cur)
 		})
 		if err != nil {
@@ -122,67 +140,57 @@ func Release(ctx context.Context, c client.Client, api client.Reader, namespace 
 	return nil
 }
 
-// Drop removes the entries gone says are gone, and recomputes used; it says
-// whether it removed any.
-func Drop(q *sandboxv1.SandboxQuota, gone func(sandboxv1.QuotaAdmission) bool) bool {
-	kept := q.Status.Admitted[:0:0]
-	for _, a := range q.Status.Admitted {
-		if !gone(a) {
-			kept = append(kept, a)
-		}
+// counted is what q counts of r's object now: its entry in flight, else its record.
+func counted(q *sandboxv1.SandboxQuota, r Request) (Amounts, bool) {
+	if i := indexOf(q, r.UID); i >= 0 {
+		return FromEntry(q.Status.Admitted[i]), true
 	}
-	dropped := len(kept) != len(q.Status.Admitted)
-	q.Status.Admitted = kept
-	Summarize(q)
-	return dropped
+	if r.Recorded != nil {
+		return *r.Recorded, false
+	}
+	return Amounts{}, false
 }
 
-// Summarize sets status.hard, used and summary from spec and admitted.
-func Summarize(q *sandboxv1.SandboxQuota) {
-	q.Status.Hard = *q.Spec.Hard.DeepCopy()
-	u := usedBy(q, "")
-	mem := u.Memory.DeepCopy()
-	q.Status.Used = sandboxv1.QuotaAmounts{Sandboxes: &u.Sandboxes, PoolMembers: &u.PoolMembers, Memory: &mem}
-	q.Status.Summary = summary(q.Status.Hard, u)
-}
-
-// recorded is the units q holds for r (-1: none).
-func recorded(q *sandboxv1.SandboxQuota, r Request) int32 {
-	i := indexOf(q, r.UID)
-	if i < 0 {
-		return -1
-	}
-	a := q.Status.Admitted[i]
-	switch {
-	case r.Unit.PoolMembers > 0:
-		return a.PoolMembers / r.Unit.PoolMembers
-	case r.Unit.Sandboxes > 0:
-		return a.Sandboxes / r.Unit.Sandboxes
-	}
-	return 0
-}
-
-// allHold: every quota holds all of r.
-func allHold(qs []sandboxv1.SandboxQuota, r Request) bool {
+// allCount: every quota counts r's object at want.
+func allCount(qs []sandboxv1.SandboxQuota, r Request, want Amounts) bool {
 	for i := range qs {
-		if !holds(&qs[i], r, r.Count) {
+		if got, _ := counted(&qs[i], r); !got.Equal(want) {
 			return false
 		}
 	}
 	return true
 }
 
-// holds says whether q records exactly k units of r (no entry for 0).
-func holds(q *sandboxv1.SandboxQuota, r Request, k int32) bool {
-	i := indexOf(q, r.UID)
-	if i < 0 || k == 0 {
-		return i < 0 && k == 0
+// set makes q count r's object at want: used moves by the difference, and the
+// entry in flight says want until the object's status records it (none when
+// want is what the status records already). Nothing is written when q counts
+// it so (an entry the status has recorded since is the recount's to drop: no
+// write on an admission's path).
+func set(ctx context.Context, c client.Client, q *sandboxv1.SandboxQuota, r Request, want Amounts) error {
+	got, _ := counted(q, r)
+	if got.Equal(want) {
+		return nil
 	}
-	a := q.Status.Admitted[i]
-	mem := r.Unit.Memory.DeepCopy()
-	mem.Mul(int64(k))
-	return a.Sandboxes == r.Unit.Sandboxes*k && a.PoolMembers == r.Unit.PoolMembers*k &&
-		a.Memory != nil && a.Memory.Cmp(mem) == 0
+	recorded := r.recorded().Equal(want)
+	used := FromUsed(q.Status.Used)
+	used.Sub(got)
+	used.Add(want)
+	i := indexOf(q, r.UID)
+	if i >= 0 {
+		q.Status.Admitted = append(q.Status.Admitted[:i:i], q.Status.Admitted[i+1:]...)
+	}
+	if !recorded {
+		q.Status.Admitted = append(q.Status.Admitted, want.Entry(r.UID, r.Kind, r.Name))
+	}
+	setUsed(q, used)
+	return c.Status().Update(ctx, q)
+}
+
+// setUsed writes used and the summary kubectl shows.
+func setUsed(q *sandboxv1.SandboxQuota, u Amounts) {
+	q.Status.Hard = *q.Spec.Hard.DeepCopy()
+	q.Status.Used = u.Used()
+	q.Status.Summary = summary(q.Status.Hard, u)
 }
 
 func indexOf(q *sandboxv1.SandboxQuota, uid types.UID) int {
@@ -194,79 +202,47 @@ func indexOf(q *sandboxv1.SandboxQuota, uid types.UID) int {
 	return -1
 }
 
-// setEntry records k units of r in q (none when k is 0) and recomputes used.
-func setEntry(q *sandboxv1.SandboxQuota, r Request, k int32) {
-	Drop(q, func(a sandboxv1.QuotaAdmission) bool { return a.UID == r.UID })
-	if k == 0 {
-		return
-	}
-	mem := r.Unit.Memory.DeepCopy()
-	mem.Mul(int64(k))
-	q.Status.Admitted = append(q.Status.Admitted, sandboxv1.QuotaAdmission{
-		UID: r.UID, Kind: r.Kind, Name: r.Name,
-		Sandboxes: r.Unit.Sandboxes * k, PoolMembers: r.Unit.PoolMembers * k, Memory: &mem,
-	})
-	Summarize(q)
-}
-
-// usedBy sums q's entries but skip's.
-func usedBy(q *sandboxv1.SandboxQuota, skip types.UID) Amounts {
-	var u Amounts
-	for _, a := range q.Status.Admitted {
-		if a.UID == skip {
-			continue
-		}
-		u.Sandboxes += a.Sandboxes
-		u.PoolMembers += a.PoolMembers
-		if a.Memory != nil {
-			u.Memory.Add(*a.Memory)
-		}
-	}
-	return u
-}
-
-// roomFor is how many units of r fit in q beside everything else it admitted.
+// roomFor is how many units of r fit in q beside everything else it counts.
+// Only what grows past what q counts of the object is judged.
 func roomFor(q *sandboxv1.SandboxQuota, r Request) int32 {
-	h, u := q.Spec.Hard, usedBy(q, r.UID)
-	room := int64(r.Count)
-	if h.Sandboxes != nil {
-		room = min(room, fit(int64(*h.Sandboxes-u.Sandboxes), int64(r.Unit.Sandboxes)))
+	got, _ := counted(q, r)
+	for k := r.Count; k > 0; k-- {
+		if fits(q, got, r.want(k)) {
+			return k
+		}
 	}
-	if h.PoolMembers != nil {
-		room = min(room, fit(int64(*h.PoolMembers-u.PoolMembers), int64(r.Unit.PoolMembers)))
-	}
-	if h.Memory != nil {
-		room = min(room, fit(h.Memory.Value()-u.Memory.Value(), r.Unit.Memory.Value()))
-	}
-	return int32(max(room, 0))
+	return 0
 }
 
-// fit is how many units of size fit in left (unbounded for a size of 0).
-func fit(left, size int64) int64 {
-	if size <= 0 {
-		return math.MaxInt32
+// fits: moving the object from got to want in q passes no limit of q that it grows.
+func fits(q *sandboxv1.SandboxQuota, got, want Amounts) bool {
+	h, u := q.Spec.Hard, FromUsed(q.Status.Used)
+	u.Sub(got)
+	u.Add(want)
+	if h.Sandboxes != nil && want.Sandboxes > got.Sandboxes && u.Sandboxes > *h.Sandboxes {
+		return false
 	}
-	if left < 0 {
-		return 0
+	if h.PoolMembers != nil && want.PoolMembers > got.PoolMembers && u.PoolMembers > *h.PoolMembers {
+		return false
 	}
-	return left / size
+	return h.Memory == nil || want.Memory.Cmp(got.Memory) <= 0 || u.Memory.Cmp(*h.Memory) <= 0
 }
 
 // exceeded says what of q all of r would pass: the quota, used, the need and hard.
 func exceeded(q *sandboxv1.SandboxQuota, r Request) string {
-	h, u := q.Spec.Hard, usedBy(q, r.UID)
-	need := r.Unit
-	need.Sandboxes, need.PoolMembers = need.Sandboxes*r.Count, need.PoolMembers*r.Count
-	need.Memory = need.Memory.DeepCopy()
-	need.Memory.Mul(int64(r.Count))
+	h := q.Spec.Hard
+	got, _ := counted(q, r)
+	u := FromUsed(q.Status.Used)
+	u.Sub(got)
+	need := r.want(r.Count)
 	var parts []string
-	if h.Sandboxes != nil && u.Sandboxes+need.Sandboxes > *h.Sandboxes {
+	if h.Sandboxes != nil && need.Sandboxes > got.Sandboxes && u.Sandboxes+need.Sandboxes > *h.Sandboxes {
 		parts = append(parts, fmt.Sprintf("sandboxes: used %d, requested %d, hard %d", u.Sandboxes, need.Sandboxes, *h.Sandboxes))
 	}
-	if h.PoolMembers != nil && u.PoolMembers+need.PoolMembers > *h.PoolMembers {
+	if h.PoolMembers != nil && need.PoolMembers > got.PoolMembers && u.PoolMembers+need.PoolMembers > *h.PoolMembers {
 		parts = append(parts, fmt.Sprintf("poolMembers: used %d, requested %d, hard %d", u.PoolMembers, need.PoolMembers, *h.PoolMembers))
 	}
-	if h.Memory != nil {
+	if h.Memory != nil && need.Memory.Cmp(got.Memory) > 0 {
 		total := u.Memory.DeepCopy()
 		total.Add(need.Memory)
 		if total.Cmp(*h.Memory) > 0 {
@@ -297,4 +273,11 @@ func summary(h sandboxv1.QuotaAmounts, u Amounts) string {
 // qty prints a byte count in binary units (0 as "0").
 func qty(q resource.Quantity) string {
 	return resource.NewQuantity(q.Value(), resource.BinarySI).String()
+}
+
+func cmpOr(s, or string) string {
+	if s == "" {
+		return or
+	}
+	return s
 }

@@ -2,6 +2,7 @@ package quota
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -71,12 +72,115 @@ func TestAdmitUpToEveryQuota(t *testing.T) {
 	if v := admit(t, c, sandboxReq("d", "1Mi")); v.Admitted != 1 {
 		t.Fatalf("d after a's release: %+v", v)
 	}
+	if q := get(t, c, "mem"); q.Status.Summary != "memory 257Mi/1Gi" || len(q.Status.Admitted) != 2 {
+		t.Fatalf("mem quota after: %q %+v", q.Status.Summary, q.Status.Admitted)
+	}
+}
+
+func get(t *testing.T, c client.Client, name string) *sandboxv1.SandboxQuota {
+	t.Helper()
 	q := &sandboxv1.SandboxQuota{}
-	if err := c.Get(context.Background(), types.NamespacedName{Namespace: "ns", Name: "mem"}, q); err != nil {
+	if err := c.Get(context.Background(), types.NamespacedName{Namespace: "ns", Name: name}, q); err != nil {
 		t.Fatal(err)
 	}
-	if q.Status.Summary != "memory 257Mi/1Gi" || len(q.Status.Admitted) != 2 {
-		t.Fatalf("mem quota after: %q %+v", q.Status.Summary, q.Status.Admitted)
+	return q
+}
+
+// recorded is r admitted whole, as its status would record it.
+func recorded(r Request) *Amounts {
+	a := r.want(r.Count)
+	return &a
+}
+
+// A Sandbox that grows is judged for its growth only; refused, it keeps what it
+// was admitted to (the quota counts it as before); shrinking always passes.
+func TestGrowthIsJudged(t *testing.T) {
+	c := newClient(t, quotaOf("mem", sandboxv1.QuotaAmounts{Memory: ptr.To(resource.MustParse("1Gi"))}))
+	small := sandboxReq("a", "128Mi")
+	small.Hold = true
+	if v := admit(t, c, small); v.Admitted != 1 {
+		t.Fatalf("a at 128Mi: %+v", v)
+	}
+	big := small
+	big.Unit = Amounts{Sandboxes: 1, Memory: resource.MustParse("4Gi")}
+	big.Recorded = recorded(small)
+	if v := admit(t, c, big); v.Admitted != 0 || v.Why != "exceeded SandboxQuota mem: memory: used 0, requested 4Gi, hard 1Gi; admitted once room frees" {
+		t.Fatalf("a grown to 4Gi under 1Gi: %+v", v)
+	}
+	if q := get(t, c, "mem"); q.Status.Summary != "memory 128Mi/1Gi" {
+		t.Fatalf("a refused growth still counts what it was admitted to: %q", q.Status.Summary)
+	}
+	mid := big
+	mid.Unit.Memory = resource.MustParse("768Mi")
+	if v := admit(t, c, mid); v.Admitted != 1 {
+		t.Fatalf("a grown to 768Mi: %+v", v)
+	}
+	other := sandboxReq("b", "512Mi")
+	if v := admit(t, c, other); v.Admitted != 0 {
+		t.Fatalf("b beside a's 768Mi: %+v", v)
+	}
+	shrunk := mid
+	shrunk.Recorded = recorded(mid)
+	shrunk.Unit.Memory = resource.MustParse("256Mi")
+	if v := admit(t, c, shrunk); v.Admitted != 1 {
+		t.Fatalf("a shrunk: %+v", v)
+	}
+	if v := admit(t, c, other); v.Admitted != 1 {
+		t.Fatalf("b after a shrank: %+v", v)
+	}
+	if q := get(t, c, "mem"); q.Status.Summary != "memory 768Mi/1Gi" {
+		t.Fatalf("after: %q", q.Status.Summary)
+	}
+}
+
+// The recount counts each object once (its entry in flight, else its record),
+// drops the entries their objects recorded or that are gone, and so keeps the
+// quota's size independent of how many objects it admitted.
+func TestRecountDropsRecordedEntries(t *testing.T) {
+	c := newClient(t, quotaOf("q", sandboxv1.QuotaAmounts{Sandboxes: ptr.To[int32](100)}))
+	var objects []Object
+	for i := range 50 {
+		r := sandboxReq(fmt.Sprint("s", i), "64Mi")
+		if v := admit(t, c, r); v.Admitted != 1 {
+			t.Fatalf("%d: %+v", i, v)
+		}
+		if i < 40 { // recorded by its status; the last ten are in flight
+			objects = append(objects, Object{UID: r.UID, Recorded: recorded(r)})
+		}
+	}
+	q := get(t, c, "q")
+	if len(q.Status.Admitted) != 50 {
+		t.Fatalf("entries in flight: %d", len(q.Status.Admitted))
+	}
+	gone := func(a sandboxv1.QuotaAdmission) (bool, error) { return a.Name == "s49", nil }
+	changed, err := Recount(q, objects, gone)
+	if err != nil || !changed {
+		t.Fatalf("recount: %v %v", changed, err)
+	}
+	if len(q.Status.Admitted) != 9 || q.Status.Summary != "sandboxes 49/100" {
+		t.Fatalf("after the recount: %d entries, %q", len(q.Status.Admitted), q.Status.Summary)
+	}
+	if changed, _ := Recount(q, objects, gone); changed {
+		t.Fatal("a second recount changed the quota")
+	}
+}
+
+// Entries written by an earlier release (one per admitted object, its status
+// recording none) count each object once after an upgrade.
+func TestRecountCountsEarlierEntriesOnce(t *testing.T) {
+	q := quotaOf("q", sandboxv1.QuotaAmounts{Memory: ptr.To(resource.MustParse("1Gi"))})
+	mem := resource.MustParse("256Mi")
+	q.Status.Admitted = []sandboxv1.QuotaAdmission{
+		{UID: "made", Kind: "Sandbox", Name: "made", Sandboxes: 1, Memory: &mem},
+		{UID: "waiting", Kind: "Sandbox", Name: "waiting", Sandboxes: 1, Memory: &mem},
+	}
+	made := Amounts{Sandboxes: 1, Memory: mem} // its demand: it made containers
+	objects := []Object{{UID: "made", Recorded: &made}, {UID: "waiting"}}
+	if _, err := Recount(q, objects, func(sandboxv1.QuotaAdmission) (bool, error) { return false, nil }); err != nil {
+		t.Fatal(err)
+	}
+	if q.Status.Summary != "memory 512Mi/1Gi" || len(q.Status.Admitted) != 1 {
+		t.Fatalf("after the upgrade's recount: %q, %+v", q.Status.Summary, q.Status.Admitted)
 	}
 }
 

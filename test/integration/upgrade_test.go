@@ -9,8 +9,10 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
@@ -64,6 +66,8 @@ func TestUpgradeReplacesNoRunningContainer(t *testing.T) {
 	h.probeUntilReady(t, pg, pgContainer, cp.network, passwords["postgres"], 200*time.Millisecond)
 	psql(t, h, pgContainer, cp.network, passwords["postgres"], "CREATE TABLE agent_work (n int); INSERT INTO agent_work VALUES (42)")
 
+	quota := previousQuota(t, cp, sb)
+
 	cp.start(t, h.driver)
 	t.Cleanup(func() { deleteSandbox(t, cp, sb) })
 	got := waitFor(t, cp, sb, "Ready and reported behind", func(s *sandboxv1.Sandbox) bool {
@@ -83,6 +87,7 @@ func TestUpgradeReplacesNoRunningContainer(t *testing.T) {
 		t.Errorf("the agent's table reads %q after the upgrade, want 42", out)
 	}
 	connectAll(t, h, cp, sb, passwords)
+	countedOnce(t, cp, quota, sb)
 
 	// The rollout, asked for: new containers, same credentials, and the data gone.
 	got.Spec.UpdateStrategy = sandboxv1.UpdateRollingUpdate
@@ -107,6 +112,43 @@ func TestUpgradeReplacesNoRunningContainer(t *testing.T) {
 	if out := psqlErr(h, pgContainer, cp.network, passwords["postgres"], "SELECT n FROM agent_work"); !strings.Contains(out, "does not exist") {
 		t.Errorf("after the rollout the table reads %q; a rollout makes a new, empty container", out)
 	}
+}
+
+// previousQuota is a SandboxQuota as the previous release left it: its ledger
+// (status.admitted) holding one entry for sb, whose status records none.
+func previousQuota(t *testing.T, cp *controlPlane, sb *sandboxv1.Sandbox) *sandboxv1.SandboxQuota {
+	t.Helper()
+	ctx := context.Background()
+	q := &sandboxv1.SandboxQuota{ObjectMeta: metav1.ObjectMeta{Namespace: sb.Namespace, Name: "upgrade"},
+		Spec: sandboxv1.SandboxQuotaSpec{Hard: sandboxv1.QuotaAmounts{Sandboxes: ptr.To[int32](5)}}}
+	if err := cp.client.Create(ctx, q); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cp.client.Delete(context.Background(), q) })
+	mem := resource.MustParse("768Mi")
+	q.Status.Admitted = []sandboxv1.QuotaAdmission{{UID: sb.UID, Kind: "Sandbox", Name: sb.Name, Sandboxes: 1, Memory: &mem}}
+	q.Status.Used = sandboxv1.QuotaAmounts{Sandboxes: ptr.To[int32](1), Memory: &mem}
+	if err := cp.client.Status().Update(ctx, q); err != nil {
+		t.Fatal(err)
+	}
+	return q
+}
+
+// countedOnce: after the upgrade the quota counts sb once, at what sb's own
+// status now records, and keeps no entry for it.
+func countedOnce(t *testing.T, cp *controlPlane, q *sandboxv1.SandboxQuota, sb *sandboxv1.Sandbox) {
+	t.Helper()
+	got, cur := &sandboxv1.SandboxQuota{}, &sandboxv1.Sandbox{}
+	testenv.WaitFor(t, time.Minute, poll, "the quota counting the Sandbox once, from its status", func() bool {
+		if cp.client.Get(context.Background(), client.ObjectKeyFromObject(q), got) != nil ||
+			cp.client.Get(context.Background(), client.ObjectKeyFromObject(sb), cur) != nil || cur.Status.Admitted == nil {
+			return false
+		}
+		u := got.Status.Used
+		return len(got.Status.Admitted) == 0 && u.Sandboxes != nil && *u.Sandboxes == 1 && u.Memory != nil &&
+			u.Memory.Cmp(*cur.Status.Admitted.Memory) == 0
+	})
+	t.Logf("quota after the upgrade: %s", got.Status.Summary)
 }
 
 // waitFor polls the Sandbox until cond holds.

@@ -22,6 +22,8 @@ import (
 func ForKind(kind schema.GroupVersionKind) interface{} {
 	switch kind {
 	// Group=sandbox.roboco.io, Version=v1alpha1
+	case v1alpha1.SchemeGroupVersion.WithKind("Admitted"):
+		return &apiv1alpha1.AdmittedApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("Allocation"):
 		return &apiv1alpha1.AllocationApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("DaemonInfo"):

@@ -16,10 +16,13 @@ import (
 // QuotaAdmissionApplyConfiguration represents a declarative configuration of the QuotaAdmission type for use
 // with apply.
 //
-// QuotaAdmission is one object the quota admitted, and what it takes. The
-// manager writes it before the object's first container (or claim), with the
-// quota's resourceVersion as a precondition: of two objects racing for the last
-// room one gets a conflict and looks again, so the sum never passes hard.
+// QuotaAdmission is one admission in flight: the quota counts it from the
+// moment it is written (with the quota's resourceVersion as a precondition: of
+// two objects racing for the last room one gets a conflict and looks again, so
+// the sum never passes hard) until the object's own status.admitted records it,
+// when the quota's recount drops the entry. Entries written by earlier releases
+// (one per admitted object) are read the same way, so an upgrade counts each
+// object once.
 type QuotaAdmissionApplyConfiguration struct {
 	// uid is the admitted object's metadata.uid.
 	UID *types.UID `json:"uid,omitempty"`

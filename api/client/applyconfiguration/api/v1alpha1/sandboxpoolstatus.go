@@ -35,6 +35,10 @@ type SandboxPoolStatusApplyConfiguration struct {
 	Conditions []v1.ConditionApplyConfiguration `json:"conditions,omitempty"`
 	// dockerHost is the Docker host the pool's members live on.
 	DockerHost *DockerHostStatusApplyConfiguration `json:"dockerHost,omitempty"`
+	// admitted is what the pool's members were admitted to take (its
+	// SandboxQuotas and its Docker host's capacity judged them): members
+	// beyond it are made only once a new admission passes.
+	Admitted *AdmittedApplyConfiguration `json:"admitted,omitempty"`
 }
 
 // SandboxPoolStatusApplyConfiguration constructs a declarative configuration of the SandboxPoolStatus type for use with
@@ -101,5 +105,13 @@ func (b *SandboxPoolStatusApplyConfiguration) WithConditions(values ...*v1.Condi
 // If called multiple times, the DockerHost field is set to the value of the last call.
 func (b *SandboxPoolStatusApplyConfiguration) WithDockerHost(value *DockerHostStatusApplyConfiguration) *SandboxPoolStatusApplyConfiguration {
 	b.DockerHost = value
+	return b
+}
+
+// WithAdmitted sets the Admitted field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Admitted field is set to the value of the last call.
+func (b *SandboxPoolStatusApplyConfiguration) WithAdmitted(value *AdmittedApplyConfiguration) *SandboxPoolStatusApplyConfiguration {
+	b.Admitted = value
 	return b
 }

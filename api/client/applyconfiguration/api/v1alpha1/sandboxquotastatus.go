@@ -17,11 +17,15 @@ type SandboxQuotaStatusApplyConfiguration struct {
 	ObservedGeneration *int64 `json:"observedGeneration,omitempty"`
 	// hard is the enforced limit (spec.hard as last observed).
 	Hard *QuotaAmountsApplyConfiguration `json:"hard,omitempty"`
-	// used is the sum of admitted.
+	// used is what the namespace's objects were admitted to take: each object's
+	// status.admitted (or its admission in flight), an object that made
+	// containers without a record at its full demand.
 	Used *QuotaAmountsApplyConfiguration `json:"used,omitempty"`
 	// summary is used against hard, for kubectl get: "sandboxes 3/10, memory 768Mi/4Gi".
 	Summary *string `json:"summary,omitempty"`
-	// admitted are the objects the quota counts. Only the manager writes them.
+	// admitted are the admissions in flight: written with used, dropped once the
+	// object's own status.admitted records them (so the quota does not grow
+	// with its objects). Only the manager writes them.
 	Admitted []QuotaAdmissionApplyConfiguration `json:"admitted,omitempty"`
 }
 

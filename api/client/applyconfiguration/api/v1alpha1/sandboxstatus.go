@@ -47,6 +47,11 @@ type SandboxStatusApplyConfiguration struct {
 	Claims map[string]ServiceClaimApplyConfiguration `json:"claims,omitempty"`
 	// data is what became of spec.data.
 	Data *DataRequestStatusApplyConfiguration `json:"data,omitempty"`
+	// admitted is what the Sandbox was admitted to take (its SandboxQuotas and
+	// its Docker host's capacity judged it). A change of spec that takes more
+	// is judged again before it is applied; until it fits, what runs stays as
+	// it is (UpToDate False, reason QuotaExceeded or Unschedulable).
+	Admitted *AdmittedApplyConfiguration `json:"admitted,omitempty"`
 }
 
 // SandboxStatusApplyConfiguration constructs a declarative configuration of the SandboxStatus type for use with
@@ -140,5 +145,13 @@ func (b *SandboxStatusApplyConfiguration) WithClaims(entries map[string]ServiceC
 // If called multiple times, the Data field is set to the value of the last call.
 func (b *SandboxStatusApplyConfiguration) WithData(value *DataRequestStatusApplyConfiguration) *SandboxStatusApplyConfiguration {
 	b.Data = value
+	return b
+}
+
+// WithAdmitted sets the Admitted field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Admitted field is set to the value of the last call.
+func (b *SandboxStatusApplyConfiguration) WithAdmitted(value *AdmittedApplyConfiguration) *SandboxStatusApplyConfiguration {
+	b.Admitted = value
 	return b
 }
