@@ -45,7 +45,17 @@ func memoryOf(host *engineSim, sb *sandboxv1.Sandbox) func() string {
 	}
 }
 
-// held says a Sandbox's growth is refused while what runs stays: Ready still
+// setQuotaMemory raises (or lowers) a quota's hard memory.
+func setQuotaMemory(q *sandboxv1.SandboxQuota, mem string) {
+	EventuallyWithOffset(1, func() error {
+		cur := &sandboxv1.SandboxQuota{}
+		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(q), cur)).To(Succeed())
+		cur.Spec.Hard.Memory = ptr.To(resource.MustParse(mem))
+		return k8sClient.Update(ctx, cur)
+	}).Should(Succeed())
+}
+
+// expectHeld says a Sandbox's growth is refused while what runs stays: Ready still
 // True, its generation observed, UpToDate False and Reconciling True with reason.
 func expectHeld(sb *sandboxv1.Sandbox, reason string) {
 	EventuallyWithOffset(1, condition(sb, sandboxv1.ConditionUpToDate)).Should(Equal("False/" + reason))
@@ -81,12 +91,7 @@ var _ = Describe("Growth", func() {
 		Expect(get(sb).Status.Admitted.Memory.String()).To(Equal("128Mi"))
 
 		// Room freed (the quota raised): the growth applies.
-		Eventually(func() error {
-			cur := &sandboxv1.SandboxQuota{}
-			Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(q), cur)).To(Succeed())
-			cur.Spec.Hard.Memory = ptr.To(resource.MustParse("8Gi"))
-			return k8sClient.Update(ctx, cur)
-		}).Should(Succeed())
+		setQuotaMemory(q, "8Gi")
 		Eventually(memoryOf(host, sb)).Should(Equal("4Gi"))
 		waitReady(sb)
 		Eventually(condition(sb, sandboxv1.ConditionUpToDate)).Should(Equal("True/UpToDate"))
@@ -115,12 +120,7 @@ var _ = Describe("Growth", func() {
 		Consistently(func() int { return len(containersOf(host, sb)) }, 2*time.Second, 50*time.Millisecond).Should(Equal(1))
 		Expect(quotaSummary(q)()).To(Equal("memory 128Mi/200Mi"))
 
-		Eventually(func() error {
-			cur := &sandboxv1.SandboxQuota{}
-			Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(q), cur)).To(Succeed())
-			cur.Spec.Hard.Memory = ptr.To(resource.MustParse("1Gi"))
-			return k8sClient.Update(ctx, cur)
-		}).Should(Succeed())
+		setQuotaMemory(q, "1Gi")
 		Eventually(func() int { return len(containersOf(host, sb)) }).Should(Equal(2))
 		waitReady(sb)
 		Eventually(quotaSummary(q)).Should(Equal("memory 256Mi/1Gi"))
