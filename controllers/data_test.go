@@ -110,6 +110,39 @@ var _ = Describe("Reset, checkpoint and restore (spec.data)", func() {
 		Consistently(func() int { return sim.opsRun(ids["postgres"], engine.OpReset) }, "1s").Should(Equal(1))
 	})
 
+	It("runs a request that reuses an id with another action, never reporting it done unrun", func() {
+		sb := newSandbox(ns, "reuse", "data-reuse", "redis")
+		Expect(k8sClient.Create(ctx, sb)).To(Succeed())
+		waitReady(sb)
+		id := idsOf(sb)["redis"]
+		sim.write(id, "migrated")
+		requestData(sb, "d1", sandboxv1.DataCheckpoint)
+		Eventually(dataPhase(sb)).Should(Equal("d1/Succeeded"))
+		sim.write(id, "test data")
+
+		requestData(sb, "d1", sandboxv1.DataRestore)
+		Eventually(func() string { return sim.holds(id) }).Should(Equal("migrated"), "the restore did not run")
+		Eventually(dataPhase(sb)).Should(Equal("d1/Succeeded"))
+		st := get(sb).Status.Data
+		Expect(st.Action).To(Equal(sandboxv1.DataRestore), "status.data's phase is not the restore's")
+		Expect(serviceStatus(sb, "redis").Data.LastRestore.ID).To(Equal("d1"))
+		Expect(serviceStatus(sb, "redis").Data.Request.Action).To(Equal(sandboxv1.DataRestore))
+
+		By("running the first action again when it comes back under the same id")
+		sim.write(id, "tested")
+		requestData(sb, "d1", sandboxv1.DataCheckpoint)
+		Eventually(func() int { return sim.opsRun(id, engine.OpCheckpoint) }).Should(Equal(2))
+		Eventually(func() sandboxv1.DataAction { return get(sb).Status.Data.Action }).Should(Equal(sandboxv1.DataCheckpoint))
+		Eventually(dataPhase(sb)).Should(Equal("d1/Succeeded"))
+
+		By("running it again on a service when the request names other services")
+		requestData(sb, "d1", sandboxv1.DataCheckpoint, "redis")
+		Eventually(func() int { return sim.opsRun(id, engine.OpCheckpoint) }).Should(Equal(3))
+		Eventually(func() []sandboxv1.Engine { return get(sb).Status.Data.Services }).Should(Equal([]sandboxv1.Engine{"redis"}))
+		Eventually(dataPhase(sb)).Should(Equal("d1/Succeeded"))
+		Expect(sim.opsRun(id, engine.OpRestore)).To(Equal(1))
+	})
+
 	It("fails mongo's checkpoint at once, saying why, while postgres and redis checkpoint", func() {
 		sb := newSandbox(ns, "trio", "data-trio", "postgres", "redis", "mongo")
 		Expect(k8sClient.Create(ctx, sb)).To(Succeed())

@@ -1,6 +1,11 @@
 package v1alpha1
 
-import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+import (
+	"slices"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
 
 // DataAction is what a DataRequest does to the services' data.
 // +kubebuilder:validation:Enum=Reset;Checkpoint;Restore
@@ -19,7 +24,8 @@ const (
 )
 
 // DataRequest asks for one operation on the services' data. The controller does
-// it once per id on each service it names; writing a new id asks again. The
+// it once on each service it names; writing a new id asks again, and so does
+// another action or services under the same id (it is another request). The
 // credentials, containers, hosts and ports stay as they are.
 type DataRequest struct {
 	// id names this request; write a new one (a counter, a timestamp) to ask
@@ -39,6 +45,23 @@ type DataRequest struct {
 	Services []Engine `json:"services,omitempty"`
 }
 
+// Key is the request's identity in one string: its id, action and services
+// (as a set). Two requests are the same request when their keys are equal: a
+// service has done spec.data only when it recorded this very request, and its
+// container keeps the key of the last one it did. A field that tells one
+// request from another (a checkpoint's name, later) joins the key.
+func (r DataRequest) Key() string {
+	services := make([]string, 0, len(r.Services))
+	for _, e := range r.Services {
+		services = append(services, string(e))
+	}
+	slices.Sort(services)
+	return r.ID + ":" + string(r.Action) + ":" + strings.Join(slices.Compact(services), ",")
+}
+
+// Same says whether r and o are the same request (equal keys).
+func (r DataRequest) Same(o DataRequest) bool { return r.Key() == o.Key() }
+
 // DataPhase is where a DataRequest stands.
 // +kubebuilder:validation:Enum=Running;Succeeded;Failed
 type DataPhase string
@@ -55,9 +78,13 @@ const (
 
 // DataRequestStatus is what became of spec.data.
 type DataRequestStatus struct {
-	// id and action are spec.data's.
+	// id, action and services are spec.data's: the request the phase is for.
 	ID     string     `json:"id"`
 	Action DataAction `json:"action"`
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=3
+	Services []Engine `json:"services,omitempty"`
 	// observedGeneration is the Sandbox's generation this was last judged at.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
@@ -71,12 +98,22 @@ type DataRequestStatus struct {
 	CompletionTime *metav1.Time `json:"completionTime,omitempty"`
 }
 
+// Request is the request status.data is for.
+func (s *DataRequestStatus) Request() DataRequest {
+	return DataRequest{ID: s.ID, Action: s.Action, Services: s.Services}
+}
+
 // ServiceData is what was done to one service's data.
 type ServiceData struct {
 	// requestID is the id of the last spec.data request this service finished,
-	// done or failed.
+	// done or failed (request's id).
 	// +optional
 	RequestID string `json:"requestID,omitempty"`
+	// request is that request as spec.data wrote it: the service has finished
+	// spec.data when this is the same request (id, action and services), not
+	// only the same id. Absent when written by a release before it.
+	// +optional
+	Request *DataRequest `json:"request,omitempty"`
 	// error is why that request failed on this service, in the engine's words.
 	// +optional
 	Error string `json:"error,omitempty"`

@@ -14,8 +14,12 @@ package v1alpha1
 // ServiceData is what was done to one service's data.
 type ServiceDataApplyConfiguration struct {
 	// requestID is the id of the last spec.data request this service finished,
-	// done or failed.
+	// done or failed (request's id).
 	RequestID *string `json:"requestID,omitempty"`
+	// request is that request as spec.data wrote it: the service has finished
+	// spec.data when this is the same request (id, action and services), not
+	// only the same id. Absent when written by a release before it.
+	Request *DataRequestApplyConfiguration `json:"request,omitempty"`
 	// error is why that request failed on this service, in the engine's words.
 	Error *string `json:"error,omitempty"`
 	// lastReset, lastCheckpoint and lastRestore are the last of each done.
@@ -35,6 +39,14 @@ func ServiceData() *ServiceDataApplyConfiguration {
 // If called multiple times, the RequestID field is set to the value of the last call.
 func (b *ServiceDataApplyConfiguration) WithRequestID(value string) *ServiceDataApplyConfiguration {
 	b.RequestID = &value
+	return b
+}
+
+// WithRequest sets the Request field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Request field is set to the value of the last call.
+func (b *ServiceDataApplyConfiguration) WithRequest(value *DataRequestApplyConfiguration) *ServiceDataApplyConfiguration {
+	b.Request = value
 	return b
 }
 
