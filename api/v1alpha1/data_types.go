@@ -105,15 +105,19 @@ func (s *DataRequestStatus) Request() DataRequest {
 
 // ServiceData is what was done to one service's data.
 type ServiceData struct {
-	// requestID is the id of the last spec.data request this service finished,
-	// done or failed (request's id).
+	// requestID, requestAction and requestServices are the last spec.data
+	// request this service finished, done or failed: it has finished
+	// spec.data when that is the same request (id, action and services), not
+	// only the same id. requestAction is absent when a release before it
+	// wrote requestID.
 	// +optional
 	RequestID string `json:"requestID,omitempty"`
-	// request is that request as spec.data wrote it: the service has finished
-	// spec.data when this is the same request (id, action and services), not
-	// only the same id. Absent when written by a release before it.
 	// +optional
-	Request *DataRequest `json:"request,omitempty"`
+	RequestAction DataAction `json:"requestAction,omitempty"`
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=3
+	RequestServices []Engine `json:"requestServices,omitempty"`
 	// error is why that request failed on this service, in the engine's words.
 	// +optional
 	Error string `json:"error,omitempty"`
@@ -124,6 +128,17 @@ type ServiceData struct {
 	LastCheckpoint *DataOperation `json:"lastCheckpoint,omitempty"`
 	// +optional
 	LastRestore *DataOperation `json:"lastRestore,omitempty"`
+}
+
+// Request is the request the service last finished; ok is false when none
+// is recorded whole (none, or a release before requestAction wrote it).
+func (d *ServiceData) Request() (r DataRequest, ok bool) {
+	return DataRequest{ID: d.RequestID, Action: d.RequestAction, Services: d.RequestServices}, d.RequestAction != ""
+}
+
+// Record makes r the request the service last finished.
+func (d *ServiceData) Record(r DataRequest) {
+	d.RequestID, d.RequestAction, d.RequestServices = r.ID, r.Action, slices.Clone(r.Services)
 }
 
 // DataOperation is one operation done on a service's data.

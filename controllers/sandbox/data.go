@@ -40,11 +40,11 @@ func dataRequested(sb *sandboxv1.Sandbox, e sandboxv1.Engine, done *sandboxv1.Se
 // finished, done or failed: the same request, not only the same id (an id
 // reused with another action is another request, to run).
 func finished(d *sandboxv1.ServiceData, req *sandboxv1.DataRequest) bool {
-	switch {
-	case d == nil || d.RequestID != req.ID:
+	if d == nil || d.RequestID != req.ID {
 		return false
-	case d.Request != nil:
-		return d.Request.Same(*req)
+	}
+	if done, ok := d.Request(); ok {
+		return done.Same(*req)
 	}
 	return legacyAction(d, req.Action) == req.Action
 }
@@ -105,7 +105,8 @@ func recordData(w serviceWork, res serviceResult, req *sandboxv1.DataRequest, fa
 	if data == nil {
 		data = &sandboxv1.ServiceData{}
 	}
-	data.RequestID, data.Request, data.Error = req.ID, req.DeepCopy(), failed
+	data.Record(*req)
+	data.Error = failed
 	res.status.Data = data
 	name := w.svc.Engine.Name()
 	if failed != "" {

@@ -13,7 +13,8 @@ func TestFinishedComparesTheWholeRequest(t *testing.T) {
 	ckpt := &sandboxv1.DataRequest{ID: "d1", Action: sandboxv1.DataCheckpoint}
 	restore := &sandboxv1.DataRequest{ID: "d1", Action: sandboxv1.DataRestore}
 	redisOnly := &sandboxv1.DataRequest{ID: "d1", Action: sandboxv1.DataCheckpoint, Services: []sandboxv1.Engine{"redis"}}
-	did := &sandboxv1.ServiceData{RequestID: "d1", Request: ckpt.DeepCopy()}
+	did := &sandboxv1.ServiceData{}
+	did.Record(*ckpt)
 	for _, tc := range []struct {
 		name string
 		d    *sandboxv1.ServiceData
@@ -24,7 +25,7 @@ func TestFinishedComparesTheWholeRequest(t *testing.T) {
 		{"the same request", did, ckpt, true},
 		{"its id with another action", did, restore, false},
 		{"its id and action for other services", did, redisOnly, false},
-		{"another id", &sandboxv1.ServiceData{RequestID: "d0", Request: &sandboxv1.DataRequest{ID: "d0", Action: sandboxv1.DataCheckpoint}}, ckpt, false},
+		{"another id", &sandboxv1.ServiceData{RequestID: "d0", RequestAction: sandboxv1.DataCheckpoint}, ckpt, false},
 	} {
 		if got := finished(tc.d, tc.req); got != tc.want {
 			t.Errorf("%s: finished = %v, want %v", tc.name, got, tc.want)
