@@ -2,6 +2,7 @@ package controllers_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -108,6 +109,43 @@ var _ = Describe("Reset, checkpoint and restore (spec.data)", func() {
 		By("doing each request once, whatever passes follow")
 		Expect(k8sClient.Patch(ctx, sb, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"poke":"1"}}}`)))).To(Succeed())
 		Consistently(func() int { return sim.opsRun(ids["postgres"], engine.OpReset) }, "1s").Should(Equal(1))
+	})
+
+	It("runs a request that reuses an id with another action, never reporting it done unrun", func() {
+		sb := newSandbox(ns, "reuse", "data-reuse", "redis")
+		Expect(k8sClient.Create(ctx, sb)).To(Succeed())
+		waitReady(sb)
+		id := idsOf(sb)["redis"]
+		// request is status.data's "id/action/services/phase": which request the phase is for.
+		request := func() string {
+			d := get(sb).Status.Data
+			if d == nil {
+				return ""
+			}
+			return fmt.Sprintf("%s/%s/%v/%s", d.ID, d.Action, d.Services, d.Phase)
+		}
+		sim.write(id, "migrated")
+		requestData(sb, "d1", sandboxv1.DataCheckpoint)
+		Eventually(request).Should(Equal("d1/Checkpoint/[]/Succeeded"))
+		sim.write(id, "test data")
+
+		requestData(sb, "d1", sandboxv1.DataRestore)
+		Eventually(func() string { return sim.holds(id) }).Should(Equal("migrated"), "the restore did not run")
+		Eventually(request).Should(Equal("d1/Restore/[]/Succeeded"))
+		Expect(serviceStatus(sb, "redis").Data.LastRestore.ID).To(Equal("d1"))
+		Expect(serviceStatus(sb, "redis").Data.RequestAction).To(Equal(sandboxv1.DataRestore))
+
+		By("running the first action again when it comes back under the same id")
+		sim.write(id, "tested")
+		requestData(sb, "d1", sandboxv1.DataCheckpoint)
+		Eventually(func() int { return sim.opsRun(id, engine.OpCheckpoint) }).Should(Equal(2))
+		Eventually(request).Should(Equal("d1/Checkpoint/[]/Succeeded"))
+
+		By("running it again on a service when the request names other services")
+		requestData(sb, "d1", sandboxv1.DataCheckpoint, "redis")
+		Eventually(func() int { return sim.opsRun(id, engine.OpCheckpoint) }).Should(Equal(3))
+		Eventually(request).Should(Equal("d1/Checkpoint/[redis]/Succeeded"))
+		Expect(sim.opsRun(id, engine.OpRestore)).To(Equal(1))
 	})
 
 	It("fails mongo's checkpoint at once, saying why, while postgres and redis checkpoint", func() {

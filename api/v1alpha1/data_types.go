@@ -1,6 +1,11 @@
 package v1alpha1
 
-import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+import (
+	"slices"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
 
 // DataAction is what a DataRequest does to the services' data.
 // +kubebuilder:validation:Enum=Reset;Checkpoint;Restore
@@ -19,7 +24,8 @@ const (
 )
 
 // DataRequest asks for one operation on the services' data. The controller does
-// it once per id on each service it names; writing a new id asks again. The
+// it once on each service it names; writing a new id asks again, and so does
+// another action or services under the same id (it is another request). The
 // credentials, containers, hosts and ports stay as they are.
 type DataRequest struct {
 	// id names this request; write a new one (a counter, a timestamp) to ask
@@ -39,6 +45,23 @@ type DataRequest struct {
 	Services []Engine `json:"services,omitempty"`
 }
 
+// Key is the request's identity in one string: its id, action and services
+// (as a set). Two requests are the same request when their keys are equal: a
+// service has done spec.data only when it recorded this very request, and its
+// container keeps the key of the last one it did. A field that tells one
+// request from another (a checkpoint's name, later) joins the key.
+func (r DataRequest) Key() string {
+	services := make([]string, 0, len(r.Services))
+	for _, e := range r.Services {
+		services = append(services, string(e))
+	}
+	slices.Sort(services)
+	return r.ID + ":" + string(r.Action) + ":" + strings.Join(slices.Compact(services), ",")
+}
+
+// Same says whether r and o are the same request (equal keys).
+func (r DataRequest) Same(o DataRequest) bool { return r.Key() == o.Key() }
+
 // DataPhase is where a DataRequest stands.
 // +kubebuilder:validation:Enum=Running;Succeeded;Failed
 type DataPhase string
@@ -55,9 +78,13 @@ const (
 
 // DataRequestStatus is what became of spec.data.
 type DataRequestStatus struct {
-	// id and action are spec.data's.
+	// id, action and services are spec.data's: the request the phase is for.
 	ID     string     `json:"id"`
 	Action DataAction `json:"action"`
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=3
+	Services []Engine `json:"services,omitempty"`
 	// observedGeneration is the Sandbox's generation this was last judged at.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
@@ -71,12 +98,26 @@ type DataRequestStatus struct {
 	CompletionTime *metav1.Time `json:"completionTime,omitempty"`
 }
 
+// Request is the request status.data is for.
+func (s *DataRequestStatus) Request() DataRequest {
+	return DataRequest{ID: s.ID, Action: s.Action, Services: s.Services}
+}
+
 // ServiceData is what was done to one service's data.
 type ServiceData struct {
-	// requestID is the id of the last spec.data request this service finished,
-	// done or failed.
+	// requestID, requestAction and requestServices are the last spec.data
+	// request this service finished, done or failed: it has finished
+	// spec.data when that is the same request (id, action and services), not
+	// only the same id. requestAction is absent when a release before it
+	// wrote requestID.
 	// +optional
 	RequestID string `json:"requestID,omitempty"`
+	// +optional
+	RequestAction DataAction `json:"requestAction,omitempty"`
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=3
+	RequestServices []Engine `json:"requestServices,omitempty"`
 	// error is why that request failed on this service, in the engine's words.
 	// +optional
 	Error string `json:"error,omitempty"`
@@ -87,6 +128,17 @@ type ServiceData struct {
 	LastCheckpoint *DataOperation `json:"lastCheckpoint,omitempty"`
 	// +optional
 	LastRestore *DataOperation `json:"lastRestore,omitempty"`
+}
+
+// Request is the request the service last finished; ok is false when none
+// is recorded whole (none, or a release before requestAction wrote it).
+func (d *ServiceData) Request() (r DataRequest, ok bool) {
+	return DataRequest{ID: d.RequestID, Action: d.RequestAction, Services: d.RequestServices}, d.RequestAction != ""
+}
+
+// Record makes r the request the service last finished.
+func (d *ServiceData) Record(r DataRequest) {
+	d.RequestID, d.RequestAction, d.RequestServices = r.ID, r.Action, slices.Clone(r.Services)
 }
 
 // DataOperation is one operation done on a service's data.

@@ -44,15 +44,19 @@ func Ready(ctx context.Context, cs versioned.Interface, sb *sandboxv1.Sandbox) (
 }
 
 // Data waits until status.data reports the spec.data request id finished,
-// Succeeded or Failed, and returns that Sandbox. When ctx ends first it
-// returns the last version seen (sb when none), whose status.data.message
-// says what the request still waits for, with ctx's error.
+// Succeeded or Failed, and returns that Sandbox; sb is the Sandbox as the
+// write of spec.data returned it: status.data must be judged at its
+// generation or later, since one judged earlier may be an earlier request's
+// under the same id. When ctx ends first it returns the last version seen
+// (sb when none), whose status.data.message says what the request still
+// waits for, with ctx's error.
 func Data(ctx context.Context, cs versioned.Interface, sb *sandboxv1.Sandbox, id string) (*sandboxv1.Sandbox, error) {
 	last := sb
 	got, err := until(ctx, cs, sb, func(got *sandboxv1.Sandbox) (bool, error) {
 		last = got
 		d := got.Status.Data
-		return d != nil && d.ID == id && (d.Phase == sandboxv1.DataSucceeded || d.Phase == sandboxv1.DataFailed), nil
+		return d != nil && d.ID == id && d.ObservedGeneration >= sb.Generation &&
+			(d.Phase == sandboxv1.DataSucceeded || d.Phase == sandboxv1.DataFailed), nil
 	})
 	if err != nil {
 		return last, err

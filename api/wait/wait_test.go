@@ -106,6 +106,18 @@ func TestData(t *testing.T) {
 		t.Errorf("Data of a finished request = %+v, %v", got, err)
 	}
 
+	// The same id, asked again with another action: the status judged before
+	// that write is the earlier request's.
+	asked := sb.DeepCopy()
+	asked.Generation = 3
+	stale := asked.DeepCopy()
+	stale.Status.Data = &sandboxv1.DataRequestStatus{ID: "d1", Action: sandboxv1.DataCheckpoint, ObservedGeneration: 2, Phase: sandboxv1.DataSucceeded}
+	early, cancelEarly := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancelEarly()
+	if got, err := wait.Data(early, seeded(t, stale), asked, "d1"); err == nil {
+		t.Errorf("Data returned an earlier request's status under the same id: %+v", got.Status.Data)
+	}
+
 	running := sb.DeepCopy()
 	running.Status.Data = &sandboxv1.DataRequestStatus{ID: "reset-2", Phase: sandboxv1.DataRunning, Message: "waiting for postgres (not ready)"}
 	short, cancelShort := context.WithTimeout(context.Background(), 300*time.Millisecond)

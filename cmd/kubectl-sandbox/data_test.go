@@ -60,7 +60,8 @@ func answerData(t *testing.T, ns, name string, answer func(sb *sandboxv1.Sandbox
 }
 
 // did records, as the controller does, that engine e did req in ms (or failed
-// with the engine's words), and status.data's phase and message.
+// with the engine's words), and status.data's phase and message, judged at
+// the Sandbox's generation.
 func did(sb *sandboxv1.Sandbox, req sandboxv1.DataRequest, e sandboxv1.Engine, ms int64, failed string) {
 	for i := range sb.Status.Services {
 		s := &sb.Status.Services[i]
@@ -75,7 +76,7 @@ func did(sb *sandboxv1.Sandbox, req sandboxv1.DataRequest, e sandboxv1.Engine, m
 		}
 	}
 	if d := sb.Status.Data; failed != "" || d == nil || d.ID != req.ID {
-		sb.Status.Data = &sandboxv1.DataRequestStatus{ID: req.ID, Action: req.Action, Phase: sandboxv1.DataSucceeded}
+		sb.Status.Data = &sandboxv1.DataRequestStatus{ID: req.ID, Action: req.Action, Phase: sandboxv1.DataSucceeded, ObservedGeneration: sb.Generation}
 	}
 	if failed != "" {
 		sb.Status.Data.Phase, sb.Status.Data.Message = sandboxv1.DataFailed, failed
@@ -138,7 +139,7 @@ func TestData(t *testing.T) {
 	t.Run("a timeout says what status.data still waits for", func(t *testing.T) {
 		answerData(t, "team-d", "be-dev-3", func(sb *sandboxv1.Sandbox, req sandboxv1.DataRequest) {
 			sb.Status.Data = &sandboxv1.DataRequestStatus{ID: req.ID, Action: req.Action, Phase: sandboxv1.DataRunning,
-				Message: "waiting for postgres (not ready)"}
+				ObservedGeneration: sb.Generation, Message: "waiting for postgres (not ready)"}
 		})
 		_, err := run(t, "-n", "team-d", "reset", "be-dev-3", "--timeout", "2s")
 		t.Logf("kubectl sandbox reset be-dev-3 --timeout 2s: %v", err)

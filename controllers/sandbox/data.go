@@ -30,10 +30,42 @@ var dataOps = map[sandboxv1.DataAction]struct {
 // not finished it yet.
 func dataRequested(sb *sandboxv1.Sandbox, e sandboxv1.Engine, done *sandboxv1.ServiceData) *sandboxv1.DataRequest {
 	req := sb.Spec.Data
-	if req == nil || !names(req, e) || done != nil && done.RequestID == req.ID {
+	if req == nil || !names(req, e) || finished(done, req) {
 		return nil
 	}
 	return req
+}
+
+// finished says whether d records req as the last request the service
+// finished, done or failed: the same request, not only the same id (an id
+// reused with another action is another request, to run).
+func finished(d *sandboxv1.ServiceData, req *sandboxv1.DataRequest) bool {
+	if d == nil || d.RequestID != req.ID {
+		return false
+	}
+	if done, ok := d.Request(); ok {
+		return done.Same(*req)
+	}
+	return legacyAction(d, req.Action) == req.Action
+}
+
+// legacyAction is the action of the request d finished when an earlier
+// release wrote it (requestID alone): that of the latest operation done under
+// its id, else (it failed, leaving no operation) def. Its services are not
+// known, and are read as spec.data's, so that an upgrade never runs a
+// finished request again (a Restore done twice loses what the agent wrote
+// since); an id that release reused with another action is told apart.
+func legacyAction(d *sandboxv1.ServiceData, def sandboxv1.DataAction) sandboxv1.DataAction {
+	var last *sandboxv1.DataOperation
+	for _, o := range []struct {
+		action sandboxv1.DataAction
+		op     *sandboxv1.DataOperation
+	}{{sandboxv1.DataReset, d.LastReset}, {sandboxv1.DataCheckpoint, d.LastCheckpoint}, {sandboxv1.DataRestore, d.LastRestore}} {
+		if o.op != nil && o.op.ID == d.RequestID && (last == nil || last.Time.Before(&o.op.Time)) {
+			last, def = o.op, o.action
+		}
+	}
+	return def
 }
 
 // names says whether req is for engine e (no services named: every one).
@@ -60,7 +92,7 @@ func (r *Reconciler) serviceData(ctx context.Context, w serviceWork, res service
 		failed = why
 	} else if c, err := r.Host.Inspect(ctx, res.status.ContainerID); err != nil {
 		return res.dockerFailed(ctx, err, "inspecting "+w.svc.Container.Name+" for spec.data")
-	} else if failed, took, err = r.Host.Data(ctx, w.svc, c, host.Address(c, w.svc.Network), op.op, req.ID); err != nil {
+	} else if failed, took, err = r.Host.Data(ctx, w.svc, c, host.Address(c, w.svc.Network), op.op, req.Key()); err != nil {
 		return res.dockerFailed(ctx, err, fmt.Sprintf("%s %s for spec.data", req.Action, w.svc.Container.Name))
 	}
 	return recordData(w, res, req, failed, took)
@@ -73,7 +105,8 @@ func recordData(w serviceWork, res serviceResult, req *sandboxv1.DataRequest, fa
 	if data == nil {
 		data = &sandboxv1.ServiceData{}
 	}
-	data.RequestID, data.Error = req.ID, failed
+	data.Record(*req)
+	data.Error = failed
 	res.status.Data = data
 	name := w.svc.Engine.Name()
 	if failed != "" {
@@ -107,7 +140,7 @@ func summarizeData(sb *sandboxv1.Sandbox) {
 	for _, s := range sb.Status.Services {
 		switch {
 		case !names(req, s.Engine):
-		case s.Data == nil || s.Data.RequestID != req.ID:
+		case !finished(s.Data, req):
 			why := "not ready"
 			if s.Ready {
 				why = "next"
@@ -117,8 +150,8 @@ func summarizeData(sb *sandboxv1.Sandbox) {
 			failed = append(failed, s.Data.Error)
 		}
 	}
-	st := &sandboxv1.DataRequestStatus{ID: req.ID, Action: req.Action, ObservedGeneration: sb.Generation}
-	if prev := sb.Status.Data; prev != nil && prev.ID == req.ID && prev.Action == req.Action && prev.CompletionTime != nil {
+	st := &sandboxv1.DataRequestStatus{ID: req.ID, Action: req.Action, Services: slices.Clone(req.Services), ObservedGeneration: sb.Generation}
+	if prev := sb.Status.Data; prev != nil && prev.Request().Same(*req) && prev.CompletionTime != nil {
 		st.CompletionTime = prev.CompletionTime
 	}
 	switch {

@@ -42,16 +42,27 @@ const DataDone = "sandbox-data-done"
 
 // dataPrelude runs before every engine's Ops: one operation at a time in a
 // container, even across a manager that restarted while its exec went on
-// (its next attempt waits, then passes: each request id is done once per
-// container, which a status lost with its object cannot repeat);
+// (its next attempt waits, then passes: the container keeps the last request
+// it did, MARK, which a status lost with its object cannot repeat; another
+// request after it runs, even one with an earlier request's id or key; the
+// initial snapshot keeps a mark of its own). A container of an earlier
+// release, which kept each "op-id" done as a file of its own, is read by those
+// files until it does a request under this one.
 // room and fits refuse an operation that would take the container past 90%
 // of its memory limit (the data lives on tmpfs, charged to the container),
 // measured as docker stats does (usage less inactive file cache).
 const dataPrelude = `set -u
-OP=$SANDBOX_DATA_OP
+OP=$SANDBOX_DATA_OP REQ=$SANDBOX_DATA_REQUEST
 exec 9>/tmp/sandbox-data.lock
 flock 9
-[ -e "/tmp/.sandbox-data-$SANDBOX_DATA_ID" ] && { echo ` + DataDone + `; exit 0; }
+MARK=/tmp/.sandbox-data-request
+[ "$OP" = initial ] && MARK=/tmp/.sandbox-data-initial
+if [ -e "$MARK" ]; then
+	LAST=; read -r LAST < "$MARK"
+	[ "$LAST" = "$REQ" ] && { echo ` + DataDone + `; exit 0; }
+elif [ -e "/tmp/.sandbox-data-$OP-${REQ%%:*}" ]; then
+	echo ` + DataDone + `; exit 0
+fi
 # room sets ROOM, the bytes the container may still take before 90% of its
 # memory limit, and MEM, that in words. Builtins only: a fork in a busy
 # container costs milliseconds.
@@ -96,7 +107,7 @@ func DataStep(e Engine, password, addr string, files []string, perScript time.Du
 		script += "\n" + runScripts + "\n[ \"$OP\" = reset ] && { run_scripts \"$@\" >&2 || exit 1; }"
 		timeout += time.Duration(len(files)) * perScript
 	}
-	script += "\n: > \"/tmp/.sandbox-data-$SANDBOX_DATA_ID\"\necho " + DataDone
+	script += "\n" + dataMark
 	return Step{
 		Argv:    append([]string{"sh", "-c", script, "data"}, files...),
 		Env:     env,
@@ -105,10 +116,16 @@ func DataStep(e Engine, password, addr string, files []string, perScript time.Du
 	}
 }
 
+// dataMark ends a data step that did its operation: the container keeps the
+// request as its last (see dataPrelude).
+const dataMark = `printf '%s\n' "$REQ" > "$MARK"
+echo ` + DataDone
+
 // DataEnv is what a DataStep run needs besides its own environment: the
-// operation, and the request id it is done once for (per container).
-func DataEnv(op DataOp, id string) map[string]string {
-	return map[string]string{"SANDBOX_DATA_OP": string(op), "SANDBOX_DATA_ID": string(op) + "-" + id}
+// operation, and the request it does: its key (DataRequest.Key, starting
+// with its id), done once in a row per container.
+func DataEnv(op DataOp, request string) map[string]string {
+	return map[string]string{"SANDBOX_DATA_OP": string(op), "SANDBOX_DATA_REQUEST": request}
 }
 
 // Snapshots says whether e can checkpoint and restore, and why not.

@@ -14,16 +14,17 @@ import (
 	"github.com/roboco-sandbox/sandbox-controller/internal/engine"
 )
 
-// Data does op, for request id, on the service's data in c: failed is ""
-// when it is done, else why not in the engine's words; took is the exec's
-// time. err is a Docker call that failed: the engine gave no verdict, and
-// the operation is to be tried again (it is done once per id and container).
-// A container that did one keeps its next one prepared (see dataExecs).
-func (h *Host) Data(ctx context.Context, svc Service, c dd.Container, addr string, op engine.DataOp, id string) (failed string, took time.Duration, err error) {
+// Data does op, for request (its key, engine.DataEnv), on the service's data
+// in c: failed is "" when it is done, else why not in the engine's words;
+// took is the exec's time. err is a Docker call that failed: the engine gave
+// no verdict, and the operation is to be tried again (the container skips a
+// request that is the last it did). A container that did one keeps its next
+// one prepared (see dataExecs).
+func (h *Host) Data(ctx context.Context, svc Service, c dd.Container, addr string, op engine.DataOp, request string) (failed string, took time.Duration, err error) {
 	step := engine.DataStep(svc.Engine, svc.Password, addr, svc.Init, svc.InitPerScript)
 	spec := dd.ExecSpec{Cmd: step.Argv, Env: step.Env, Timeout: step.Timeout}
 	start := time.Now()
-	out, err := h.runData(ctx, c.ID, spec, engine.DataEnv(op, id))
+	out, err := h.runData(ctx, c.ID, spec, engine.DataEnv(op, request))
 	took = time.Since(start)
 	if op != engine.OpInitial {
 		go h.data.prepare(h.driver, c.ID, spec)

@@ -16,7 +16,8 @@ import (
 // with apply.
 //
 // DataRequest asks for one operation on the services' data. The controller does
-// it once per id on each service it names; writing a new id asks again. The
+// it once on each service it names; writing a new id asks again, and so does
+// another action or services under the same id (it is another request). The
 // credentials, containers, hosts and ports stay as they are.
 type DataRequestApplyConfiguration struct {
 	// id names this request; write a new one (a counter, a timestamp) to ask

@@ -18,9 +18,10 @@ import (
 //
 // DataRequestStatus is what became of spec.data.
 type DataRequestStatusApplyConfiguration struct {
-	// id and action are spec.data's.
-	ID     *string                 `json:"id,omitempty"`
-	Action *apiv1alpha1.DataAction `json:"action,omitempty"`
+	// id, action and services are spec.data's: the request the phase is for.
+	ID       *string                 `json:"id,omitempty"`
+	Action   *apiv1alpha1.DataAction `json:"action,omitempty"`
+	Services []apiv1alpha1.Engine    `json:"services,omitempty"`
 	// observedGeneration is the Sandbox's generation this was last judged at.
 	ObservedGeneration *int64 `json:"observedGeneration,omitempty"`
 	// phase is Running, Succeeded or Failed.
@@ -50,6 +51,16 @@ func (b *DataRequestStatusApplyConfiguration) WithID(value string) *DataRequestS
 // If called multiple times, the Action field is set to the value of the last call.
 func (b *DataRequestStatusApplyConfiguration) WithAction(value apiv1alpha1.DataAction) *DataRequestStatusApplyConfiguration {
 	b.Action = &value
+	return b
+}
+
+// WithServices adds the given value to the Services field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the Services field.
+func (b *DataRequestStatusApplyConfiguration) WithServices(values ...apiv1alpha1.Engine) *DataRequestStatusApplyConfiguration {
+	for i := range values {
+		b.Services = append(b.Services, values[i])
+	}
 	return b
 }
 

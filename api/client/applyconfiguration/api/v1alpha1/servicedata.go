@@ -8,14 +8,23 @@ Licensed under the Apache License, Version 2.0.
 
 package v1alpha1
 
+import (
+	apiv1alpha1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
+)
+
 // ServiceDataApplyConfiguration represents a declarative configuration of the ServiceData type for use
 // with apply.
 //
 // ServiceData is what was done to one service's data.
 type ServiceDataApplyConfiguration struct {
-	// requestID is the id of the last spec.data request this service finished,
-	// done or failed.
-	RequestID *string `json:"requestID,omitempty"`
+	// requestID, requestAction and requestServices are the last spec.data
+	// request this service finished, done or failed: it has finished
+	// spec.data when that is the same request (id, action and services), not
+	// only the same id. requestAction is absent when a release before it
+	// wrote requestID.
+	RequestID       *string                 `json:"requestID,omitempty"`
+	RequestAction   *apiv1alpha1.DataAction `json:"requestAction,omitempty"`
+	RequestServices []apiv1alpha1.Engine    `json:"requestServices,omitempty"`
 	// error is why that request failed on this service, in the engine's words.
 	Error *string `json:"error,omitempty"`
 	// lastReset, lastCheckpoint and lastRestore are the last of each done.
@@ -35,6 +44,24 @@ func ServiceData() *ServiceDataApplyConfiguration {
 // If called multiple times, the RequestID field is set to the value of the last call.
 func (b *ServiceDataApplyConfiguration) WithRequestID(value string) *ServiceDataApplyConfiguration {
 	b.RequestID = &value
+	return b
+}
+
+// WithRequestAction sets the RequestAction field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the RequestAction field is set to the value of the last call.
+func (b *ServiceDataApplyConfiguration) WithRequestAction(value apiv1alpha1.DataAction) *ServiceDataApplyConfiguration {
+	b.RequestAction = &value
+	return b
+}
+
+// WithRequestServices adds the given value to the RequestServices field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the RequestServices field.
+func (b *ServiceDataApplyConfiguration) WithRequestServices(values ...apiv1alpha1.Engine) *ServiceDataApplyConfiguration {
+	for i := range values {
+		b.RequestServices = append(b.RequestServices, values[i])
+	}
 	return b
 }
 
