@@ -20,12 +20,18 @@ import (
 // admitMembers holds room for the pool's replicas under its namespace's
 // SandboxQuotas, and lowers ms.missing to what was admitted: a member is made
 // only once admitted. The members there are stay admitted whatever the quota
-// says. why is "" when every wanted member is admitted.
-func (p *Reconciler) admitMembers(ctx context.Context, pool *sandboxv1.SandboxPool, ms *poolMembers) (why string, err error) {
+// says. A pool its host or policy keeps from making members (held) holds room
+// only for those it has: what it cannot make is not kept from others. why is
+// "" when every wanted member is admitted.
+func (p *Reconciler) admitMembers(ctx context.Context, pool *sandboxv1.SandboxPool, ms *poolMembers, held bool) (why string, err error) {
 	have := int32(len(ms.ready) + len(ms.starting))
+	count := ptrOr(pool.Spec.Replicas, 1)
+	if held {
+		count = have
+	}
 	unit := capacity.OfMember(p.Options, pool)
 	v, err := quota.Admit(ctx, p.Client, p.API, quota.Request{Namespace: pool.Namespace, Name: pool.Name, Kind: "SandboxPool",
-		UID: pool.UID, Unit: quota.Amounts{PoolMembers: 1, Memory: unit.Memory}, Count: ptrOr(pool.Spec.Replicas, 1), Min: have})
+		UID: pool.UID, Unit: quota.Amounts{PoolMembers: 1, Memory: unit.Memory}, Count: count, Min: have})
 	if err != nil {
 		if apierrors.IsConflict(err) {
 			ms.missing = 0 // looked at again soon (the caller re-queues a pass that made none)

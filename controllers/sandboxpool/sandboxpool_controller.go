@@ -150,7 +150,7 @@ func (p *Reconciler) fill(ctx context.Context, pool *sandboxv1.SandboxPool) (ctr
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	overQuota, err := p.admitMembers(ctx, pool, &ms)
+	overQuota, err := p.admitMembers(ctx, pool, &ms, refused != "" || onHost.why != "")
 	if err != nil {
 		return ctrl.Result{}, err
 	}
