@@ -21,8 +21,8 @@ import (
 
 // fleetOf runs a manager whose own Docker host (DockerHost local) is local and
 // which dials the fake behind each other DockerHost by its endpoint
-// (unix:///fake/<name>).
-func fleetOf(local *engineSim, others map[string]*engineSim) {
+// (unix:///fake/<name>), until the returned stop is called (or the spec ends).
+func fleetOf(local *engineSim, others map[string]*engineSim) (stop func()) {
 	dial := func(_ context.Context, h *sandboxv1.DockerHost) (dd.Driver, error) {
 		for name, sim := range others {
 			if h.Spec.Endpoint == "unix:///fake/"+name {
@@ -31,7 +31,7 @@ func fleetOf(local *engineSim, others map[string]*engineSim) {
 		}
 		return nil, fmt.Errorf("no fake at %s", h.Spec.Endpoint)
 	}
-	startManagerWith(env.Config, local, controllers.Setup{Options: testOptions(), Sweep: true,
+	return startManagerWith(env.Config, local, controllers.Setup{Options: testOptions(), Sweep: true,
 		HostIdentitySettle: time.Millisecond, Dial: dial})
 }
 

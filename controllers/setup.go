@@ -67,7 +67,7 @@ func NewScheme() *runtime.Scheme {
 }
 
 // AddToManager registers every controller with the manager: placement, the
-// SandboxQuota controller, the DockerHost controller, and the controllers of each Docker host (fleet). A
+// SandboxQuota controller, the strays' (strays.go), the DockerHost controller, and the controllers of each Docker host (fleet). A
 // non-nil driver is the manager's own Docker host, the implicit DockerHost
 // (Setup.DockerHostName); the others are dialled from their DockerHost objects.
 // It is the one wiring, used by cmd/manager and every suite.
@@ -108,6 +108,9 @@ func (s Setup) AddToManager(mgr ctrl.Manager, driver dd.Driver) error {
 	}
 	if err := (&quota.Reconciler{Client: mgr.GetClient(), API: mgr.GetAPIReader(), Options: s.Options}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the SandboxQuota controller: %w", err)
+	}
+	if err := newStrays(mgr, f).setupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the strays controllers: %w", err)
 	}
 	hosts := &dockerhost.Reconciler{Client: mgr.GetClient(), API: mgr.GetAPIReader(), Fleet: f, Options: s.Options, UserAgent: s.UserAgent,
 		Implicit: implicit, Dial: s.Dial}

@@ -49,7 +49,8 @@ const (
 	EventDockerHostBound = "DockerHostBound"
 	// EventDockerHostReleased (Warning): a deleted Sandbox bound to an unreachable
 	// Docker host was let go on the operator's word (AnnotationReleaseDockerHost),
-	// without tearing down its containers there.
+	// or because its DockerHost was deleted, without tearing down its containers
+	// there (a Sandbox that made nothing there goes without it).
 	EventDockerHostReleased = "DockerHostReleased"
 	// EventDataReset, EventCheckpointed, EventRestored (Normal): a spec.data
 	// request was done on a service; a failed one is a Warning with reason

@@ -45,7 +45,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, sb *sandboxv1.Sandbox)
 		r.Recorder.Eventf(sb, nil, corev1.EventTypeNormal, sandboxv1.EventTornDown, sandboxv1.ActionTeardown, "removed %d containers with their volumes", removed)
 		logf.FromContext(ctx).Info("Sandbox torn down", "containers", removed)
 	}
-	if err := r.deleteSecret(ctx, sb); err != nil {
+	if err := deleteSecret(ctx, r.Client, r.APIReader, sb); err != nil {
 		return ctrl.Result{}, err
 	}
 	// Note: its quota's room frees once nothing of it is left, never before.
@@ -79,13 +79,13 @@ func (r *Reconciler) teardownBlocked(ctx context.Context, sb *sandboxv1.Sandbox,
 // deleteSecret deletes the credentials Secret when this Sandbox controls it.
 // Note: the Secret is owned by the Sandbox, but we do not rely on the garbage
 // collector alone: credentials should not outlive their containers.
-func (r *Reconciler) deleteSecret(ctx context.Context, sb *sandboxv1.Sandbox) error {
+func deleteSecret(ctx context.Context, c client.Client, api client.Reader, sb *sandboxv1.Sandbox) error {
 	secret := &corev1.Secret{}
-	if err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: sb.Namespace, Name: sandboxv1.SecretName(sb)}, secret); err != nil ||
+	if err := api.Get(ctx, types.NamespacedName{Namespace: sb.Namespace, Name: sandboxv1.SecretName(sb)}, secret); err != nil ||
 		!metav1.IsControlledBy(secret, sb) {
 		return nil
 	}
-	if err := r.Delete(ctx, secret); client.IgnoreNotFound(err) != nil {
+	if err := c.Delete(ctx, secret); client.IgnoreNotFound(err) != nil {
 		return fmt.Errorf("deleting Secret: %w", err)
 	}
 	return nil

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -89,11 +90,17 @@ func (r *Reconciler) teardownHost(ctx context.Context, sb *sandboxv1.Sandbox) (p
 
 // hostGone says, on a Sandbox bound to a DockerHost that was deleted, that
 // nothing is done for it: its containers, if any, are on a daemon no DockerHost
-// names any more.
+// names any more. A deleted one is let go (letGo).
 func (r *Reconciler) hostGone(ctx context.Context, req ctrl.Request) error {
 	sb := &sandboxv1.Sandbox{}
 	if err := r.Get(ctx, req.NamespacedName, sb); err != nil || sb.Spec.DockerHost != r.Scope.Name {
+		if apierrors.IsNotFound(err) {
+			r.forget(req.NamespacedName)
+		}
 		return client.IgnoreNotFound(err)
+	}
+	if !sb.DeletionTimestamp.IsZero() {
+		return r.letGo(ctx, sb)
 	}
 	before := sb.DeepCopy()
 	msg := fmt.Sprintf("spec.dockerHost %s names no DockerHost (it was deleted): nothing is made, removed or judged for this Sandbox; "+

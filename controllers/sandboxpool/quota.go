@@ -20,12 +20,15 @@ import (
 // the members the host admits as they have room for, records what was admitted
 // in the pool's status, and lowers ms.missing to it: a member is made only
 // once admitted. The members there are stay admitted whatever the quota says.
-// why is "" when every wanted member is admitted.
+// A pool its host or policy keeps from making members holds room only for
+// those it has (ms.missing, lowered by them, is 0): what it cannot make is not
+// kept from others. why is "" when every wanted member is admitted.
 func (p *Reconciler) admitMembers(ctx context.Context, pool *sandboxv1.SandboxPool, ms *poolMembers, onHost int32) (why string, err error) {
 	have := int32(len(ms.ready) + len(ms.starting))
+	count := min(onHost, have+int32(ms.missing))
 	unit := quota.Member(p.Options, pool)
 	v, err := quota.Admit(ctx, p.Client, p.API, quota.Request{Namespace: pool.Namespace, Name: pool.Name, Kind: "SandboxPool",
-		UID: pool.UID, Unit: unit, Count: onHost, Min: min(have, onHost), Recorded: quota.RecordedPool(p.Options, pool)})
+		UID: pool.UID, Unit: unit, Count: count, Min: min(have, count), Recorded: quota.RecordedPool(p.Options, pool)})
 	if err != nil {
 		if apierrors.IsConflict(err) {
 			ms.missing = 0 // looked at again soon (the caller re-queues a pass that made none)

@@ -74,6 +74,9 @@ type Sandboxes interface {
 // Reconcile: the class, the members as they are, then removals, probes and
 // creations, then the offer and the status.
 func (p *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	if p.Scope.Gone() {
+		return ctrl.Result{}, p.hostGone(ctx, req)
+	}
 	if !p.Scope.Active() {
 		return ctrl.Result{}, nil
 	}

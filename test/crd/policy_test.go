@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
+	"github.com/roboco-sandbox/sandbox-controller/internal/testenv"
 )
 
 // The shipped ValidatingAdmissionPolicy (config/admission, rendered by
@@ -73,6 +74,10 @@ var _ = Describe("SandboxPolicy admission", Ordered, func() {
 		u = sandbox(other, "shared-net")
 		set(u, "shared", "spec", "network")
 		Expect(k8sClient.Create(ctx, u)).To(Succeed())
+	})
+
+	It("judges no update that keeps spec.network, nor an object being deleted: what already runs stays", func() {
+		testenv.AdmissionKeepsWhatRuns(GinkgoT(), env, newNamespace(), "sandbox.roboco.io/policy-test", "kept")
 	})
 
 	It("refuses a default network that is not one of its networks", func() {

@@ -1,6 +1,7 @@
 package helm
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -58,4 +59,23 @@ func TestChartInstalls(t *testing.T) {
 	if got := kubectl("get", "sandboxes", "-n", "default", "-o", "name"); got != "sandbox.sandbox.roboco.io/demo-pg" {
 		t.Errorf("after uninstall the Sandboxes are %q, want demo-pg kept (the CRDs stay)", got)
 	}
+}
+
+// TestChartAdmissionPolicyKeepsWhatRuns: the chart's copy of the SandboxPolicy
+// admission policy, applied alone, judges creates and network changes only:
+// what a namespace ran before its policy is still edited and deleted.
+func TestChartAdmissionPolicyKeepsWhatRuns(t *testing.T) {
+	env, err := testenv.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Stop() })
+	policy := filepath.Join(t.TempDir(), "admission-policy.yaml")
+	rendered := helm(t, "template", release, chart, "--namespace", namespace, "--show-only", "templates/admission-policy.yaml")
+	if err := os.WriteFile(policy, []byte(rendered), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env.MustKubectl(t, "apply", "-f", policy)
+	env.MustKubectl(t, "create", "namespace", "tenant")
+	testenv.AdmissionKeepsWhatRuns(t, env, "tenant", "sandbox.roboco.io/team", "a")
 }
