@@ -146,12 +146,22 @@ func bindingUnwritten(ctx context.Context) bool {
 }
 
 // bindFirst writes the pass's binding when no status write carried it yet:
-// before anything is made on the host.
-func (r *Reconciler) bindFirst(ctx context.Context, sb *sandboxv1.Sandbox) error {
+// before anything is made on the host. It writes all the pass has set so far
+// (its owner's verdict among it) as a patch from base, and base becomes what
+// it wrote: the pass's publish patches from there.
+//
+// Note: the server's answer goes to a copy, never to sb: taken as the pass's
+// own status, it dropped what the pass had set and not written yet (a Sandbox
+// that waited Unschedulable published its first Ready without OwnerAlive).
+// Only base's status moves: its resourceVersion in the publish's patch would
+// make it conditional.
+func (r *Reconciler) bindFirst(ctx context.Context, base, sb *sandboxv1.Sandbox) error {
 	if !bindingUnwritten(ctx) {
 		return nil
 	}
-	before := sb.DeepCopy()
-	before.Status.DockerHost = nil
-	return kit.PatchStatus(ctx, r.Client, before, sb)
+	if err := kit.PatchStatus(ctx, r.Client, base, sb.DeepCopy()); err != nil {
+		return err
+	}
+	sb.Status.DeepCopyInto(&base.Status)
+	return nil
 }

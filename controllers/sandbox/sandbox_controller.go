@@ -136,7 +136,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil || life.ended {
 		return ctrl.Result{}, errors.Join(err, kit.PatchStatus(ctx, r.Client, before, sb))
 	}
-	result, creds, err := r.provision(ctx, sb)
+	result, creds, err := r.provision(ctx, before, sb)
 	if perr := r.publish(ctx, before, sb, creds); perr != nil {
 		return ctrl.Result{}, errors.Join(err, perr)
 	}
@@ -149,8 +149,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 
 // provision checks its namespace's policy allows the host, that the host takes
 // it, holds its quota, reads or creates the credentials, then
-// drives every service.
-func (r *Reconciler) provision(ctx context.Context, sb *sandboxv1.Sandbox) (ctrl.Result, *credentials, error) {
+// drives every service. before is the status the pass's writes patch from.
+func (r *Reconciler) provision(ctx context.Context, before, sb *sandboxv1.Sandbox) (ctrl.Result, *credentials, error) {
 	if result, ok, err := r.allowedHere(ctx, sb); !ok || err != nil {
 		return result, nil, err
 	}
@@ -172,7 +172,7 @@ func (r *Reconciler) provision(ctx context.Context, sb *sandboxv1.Sandbox) (ctrl
 		return ctrl.Result{}, nil, err
 	}
 	r.secrets.stop(key)
-	if err := r.bindFirst(ctx, sb); err != nil {
+	if err := r.bindFirst(ctx, before, sb); err != nil {
 		r.unreserve(ctx, creds.reserved)
 		return ctrl.Result{}, nil, errors.Join(err, creds.made())
 	}
