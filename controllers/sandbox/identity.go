@@ -31,7 +31,7 @@ func (r *Reconciler) reconcileDockerHost(ctx context.Context, sb *sandboxv1.Sand
 	switch {
 	case err != nil:
 		hostUnproven(sb, err, retryLater(ctx))
-		return r.memory.pace(ctx, sb, ctrl.Result{}), false, kit.PatchStatus(ctx, r.Client, before, sb)
+		return r.memory.pace(ctx, sb, ctrl.Result{}), false, r.writeStatus(ctx, before, sb)
 	case bound == nil:
 		// Note: written with the pass's first status write, which comes before
 		// anything is made on the host (bindFirst).
@@ -45,7 +45,7 @@ func (r *Reconciler) reconcileDockerHost(ctx context.Context, sb *sandboxv1.Sand
 		return ctrl.Result{}, true, nil
 	case bound.ID != current.ID && !chaosplant.Active(chaosplant.IdentitySkipped):
 		wrongHost(sb, kit.WrongHostMessage(*bound, current, "nothing is created, removed or judged for it here; run a manager against that host"))
-		return r.memory.pace(ctx, sb, ctrl.Result{RequeueAfter: kit.Jitter(kit.HostRecheck)}), false, kit.PatchStatus(ctx, r.Client, before, sb)
+		return r.memory.pace(ctx, sb, ctrl.Result{RequeueAfter: kit.Jitter(kit.HostRecheck)}), false, r.writeStatus(ctx, before, sb)
 	}
 	return ctrl.Result{}, true, nil
 }
@@ -102,7 +102,7 @@ func (r *Reconciler) hostGone(ctx context.Context, req ctrl.Request) error {
 	kit.SetCondition(sb, sandboxv1.ConditionReady, metav1.ConditionFalse, sandboxv1.ReasonDockerHostNotFound, msg)
 	kit.SetCondition(sb, sandboxv1.ConditionStalled, metav1.ConditionTrue, sandboxv1.ReasonDockerHostNotFound, msg)
 	meta.RemoveStatusCondition(&sb.Status.Conditions, sandboxv1.ConditionReconciling)
-	return kit.PatchStatus(ctx, r.Client, before, sb)
+	return r.writeStatus(ctx, before, sb)
 }
 
 // hostUnproven says that the manager cannot prove which Docker host it talks to.
@@ -159,7 +159,7 @@ func (r *Reconciler) bindFirst(ctx context.Context, base, sb *sandboxv1.Sandbox)
 	if !bindingUnwritten(ctx) {
 		return nil
 	}
-	if err := kit.PatchStatus(ctx, r.Client, base, sb.DeepCopy()); err != nil {
+	if err := r.writeStatus(ctx, base, sb.DeepCopy()); err != nil {
 		return err
 	}
 	sb.Status.DeepCopyInto(&base.Status)

@@ -115,7 +115,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	ctx = logf.IntoContext(ctx, logf.FromContext(ctx).WithValues("agentID", sb.Spec.AgentID))
 	r.memory.current(sb)
-	defer r.memory.wrote(sb.ResourceVersion, sb)
 	ctx = r.memory.startPass(ctx, sb)
 	defer endPass(ctx)
 	if !sb.DeletionTimestamp.IsZero() {
@@ -134,7 +133,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	life, err := r.reconcileLifetime(ctx, sb)
 	if err != nil || life.ended {
-		return ctrl.Result{}, errors.Join(err, kit.PatchStatus(ctx, r.Client, before, sb))
+		return ctrl.Result{}, errors.Join(err, r.writeStatus(ctx, before, sb))
 	}
 	result, creds, err := r.provision(ctx, before, sb)
 	if perr := r.publish(ctx, before, sb, creds); perr != nil {
