@@ -70,11 +70,18 @@ func startManagerWith(cfg *rest.Config, driver dd.Driver, setup controllers.Setu
 
 // startManagerCached is startManagerWith on a cache of cacheOpts.
 func startManagerCached(cfg *rest.Config, driver dd.Driver, setup controllers.Setup, cacheOpts cache.Options) (stop func()) {
+	return startManagerClient(cfg, driver, setup, cacheOpts, nil)
+}
+
+// startManagerClient is startManagerCached whose manager's client is made by
+// newClient (nil: controller-runtime's).
+func startManagerClient(cfg *rest.Config, driver dd.Driver, setup controllers.Setup, cacheOpts cache.Options, newClient client.NewClientFunc) (stop func()) {
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:     scheme,
 		Metrics:    metricsserver.Options{BindAddress: "0"},
 		Cache:      cacheOpts,
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+		NewClient:  newClient,
 	})
 	Expect(err).NotTo(HaveOccurred())
 	Expect(setup.AddToManager(mgr, driver)).To(Succeed())

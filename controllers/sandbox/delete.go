@@ -33,7 +33,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, sb *sandboxv1.Sandbox)
 		kit.SetCondition(sb, sandboxv1.ConditionReady, metav1.ConditionFalse, sandboxv1.ReasonDeleting, "tearing down the service containers")
 	}
 	proceed, released, result := r.teardownHost(ctx, sb)
-	if err := kit.PatchStatus(ctx, r.Client, before, sb); err != nil || !proceed && !released {
+	if err := r.writeStatus(ctx, before, sb); err != nil || !proceed && !released {
 		return r.memory.pace(ctx, sb, result), err
 	}
 	if proceed {
@@ -73,7 +73,7 @@ func (r *Reconciler) teardownBlocked(ctx context.Context, sb *sandboxv1.Sandbox,
 		r.Recorder.Eventf(sb, nil, corev1.EventTypeWarning, sandboxv1.EventTeardownBlocked, sandboxv1.ActionTeardown, "%s", msg)
 	}
 	kit.SetCondition(sb, sandboxv1.ConditionReconciling, metav1.ConditionTrue, sandboxv1.ReasonTeardownBlocked, msg)
-	return kit.PatchStatus(ctx, r.Client, before, sb)
+	return r.writeStatus(ctx, before, sb)
 }
 
 // deleteSecret deletes the credentials Secret when this Sandbox controls it.

@@ -32,7 +32,7 @@ func (r *Reconciler) reconcileDockerHost(ctx context.Context, sb *sandboxv1.Sand
 	switch {
 	case err != nil:
 		hostUnproven(sb, err, retryLater(ctx))
-		return r.memory.pace(ctx, sb, ctrl.Result{}), false, kit.PatchStatus(ctx, r.Client, before, sb)
+		return r.memory.pace(ctx, sb, ctrl.Result{}), false, r.writeStatus(ctx, before, sb)
 	case bound == nil:
 		// Note: written with the pass's first status write, which comes before
 		// anything is made on the host (bindFirst).
@@ -46,7 +46,7 @@ func (r *Reconciler) reconcileDockerHost(ctx context.Context, sb *sandboxv1.Sand
 		return ctrl.Result{}, true, nil
 	case bound.ID != current.ID && !chaosplant.Active(chaosplant.IdentitySkipped):
 		wrongHost(sb, kit.WrongHostMessage(*bound, current, "nothing is created, removed or judged for it here; run a manager against that host"))
-		return r.memory.pace(ctx, sb, ctrl.Result{RequeueAfter: kit.Jitter(kit.HostRecheck)}), false, kit.PatchStatus(ctx, r.Client, before, sb)
+		return r.memory.pace(ctx, sb, ctrl.Result{RequeueAfter: kit.Jitter(kit.HostRecheck)}), false, r.writeStatus(ctx, before, sb)
 	}
 	return ctrl.Result{}, true, nil
 }
@@ -109,7 +109,7 @@ func (r *Reconciler) hostGone(ctx context.Context, req ctrl.Request) error {
 	kit.SetCondition(sb, sandboxv1.ConditionReady, metav1.ConditionFalse, sandboxv1.ReasonDockerHostNotFound, msg)
 	kit.SetCondition(sb, sandboxv1.ConditionStalled, metav1.ConditionTrue, sandboxv1.ReasonDockerHostNotFound, msg)
 	meta.RemoveStatusCondition(&sb.Status.Conditions, sandboxv1.ConditionReconciling)
-	return kit.PatchStatus(ctx, r.Client, before, sb)
+	return r.writeStatus(ctx, before, sb)
 }
 
 // hostUnproven says that the manager cannot prove which Docker host it talks to.
@@ -153,12 +153,22 @@ func bindingUnwritten(ctx context.Context) bool {
 }
 
 // bindFirst writes the pass's binding when no status write carried it yet:
-// before anything is made on the host.
-func (r *Reconciler) bindFirst(ctx context.Context, sb *sandboxv1.Sandbox) error {
+// before anything is made on the host. It writes all the pass has set so far
+// (its owner's verdict among it) as a patch from base, and base becomes what
+// it wrote: the pass's publish patches from there.
+//
+// Note: the server's answer goes to a copy, never to sb: taken as the pass's
+// own status, it dropped what the pass had set and not written yet (a Sandbox
+// that waited Unschedulable published its first Ready without OwnerAlive).
+// Only base's status moves: its resourceVersion in the publish's patch would
+// make it conditional.
+func (r *Reconciler) bindFirst(ctx context.Context, base, sb *sandboxv1.Sandbox) error {
 	if !bindingUnwritten(ctx) {
 		return nil
 	}
-	before := sb.DeepCopy()
-	before.Status.DockerHost = nil
-	return kit.PatchStatus(ctx, r.Client, before, sb)
+	if err := r.writeStatus(ctx, base, sb.DeepCopy()); err != nil {
+		return err
+	}
+	sb.Status.DeepCopyInto(&base.Status)
+	return nil
 }

@@ -11,7 +11,6 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
-	"github.com/roboco-sandbox/sandbox-controller/internal/kit"
 )
 
 // publish is a pass's one write of what it learned: the Secret's hosts when they
@@ -21,7 +20,7 @@ func (r *Reconciler) publish(ctx context.Context, before, sb *sandboxv1.Sandbox,
 	if creds != nil && creds.made() == nil {
 		err = r.publishSecret(ctx, sb, creds)
 	}
-	return errors.Join(err, kit.PatchStatus(ctx, r.Client, before, sb))
+	return errors.Join(err, r.writeStatus(ctx, before, sb))
 }
 
 // report emits events for milestones and for conditions that turned to a failure,

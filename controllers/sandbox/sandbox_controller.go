@@ -115,7 +115,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	ctx = logf.IntoContext(ctx, logf.FromContext(ctx).WithValues("agentID", sb.Spec.AgentID))
 	r.memory.current(sb)
-	defer r.memory.wrote(sb.ResourceVersion, sb)
 	ctx = r.memory.startPass(ctx, sb)
 	defer endPass(ctx)
 	if !sb.DeletionTimestamp.IsZero() {
@@ -134,9 +133,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	life, err := r.reconcileLifetime(ctx, sb)
 	if err != nil || life.ended {
-		return ctrl.Result{}, errors.Join(err, kit.PatchStatus(ctx, r.Client, before, sb))
+		return ctrl.Result{}, errors.Join(err, r.writeStatus(ctx, before, sb))
 	}
-	result, creds, err := r.provision(ctx, sb)
+	result, creds, err := r.provision(ctx, before, sb)
 	if perr := r.publish(ctx, before, sb, creds); perr != nil {
 		return ctrl.Result{}, errors.Join(err, perr)
 	}
@@ -150,8 +149,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 // provision checks its namespace's policy allows the host, that the host and
 // its quotas take what it asks, reads or creates the credentials, then drives
 // every service. A refused growth of a Sandbox that runs leaves what runs as
-// it is (its services are still observed and probed).
-func (r *Reconciler) provision(ctx context.Context, sb *sandboxv1.Sandbox) (ctrl.Result, *credentials, error) {
+// it is (its services are still observed and probed). before is the status the
+// pass's writes patch from.
+func (r *Reconciler) provision(ctx context.Context, before, sb *sandboxv1.Sandbox) (ctrl.Result, *credentials, error) {
 	if result, ok, err := r.allowedHere(ctx, sb); !ok || err != nil {
 		return result, nil, err
 	}
@@ -175,7 +175,7 @@ func (r *Reconciler) provision(ctx context.Context, sb *sandboxv1.Sandbox) (ctrl
 		return ctrl.Result{}, nil, err
 	}
 	r.secrets.stop(key)
-	if err := r.bindFirst(ctx, sb); err != nil {
+	if err := r.bindFirst(ctx, before, sb); err != nil {
 		r.unreserve(ctx, creds.reserved)
 		return ctrl.Result{}, nil, errors.Join(err, creds.made())
 	}

@@ -1,9 +1,11 @@
 package sandbox
 
 import (
+	"context"
 	"strconv"
 
 	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
+	"github.com/roboco-sandbox/sandbox-controller/internal/kit"
 )
 
 // current replaces sb, read from the cache, by the Sandbox as this manager's
@@ -23,8 +25,25 @@ func (m *memory) current(sb *sandboxv1.Sandbox) {
 	}
 }
 
-// wrote remembers sb as the API server returned it to a pass that wrote it
-// (its resourceVersion is no longer from, the one it was read at).
+// writeStatus writes sb's status as a merge patch from before, and remembers sb
+// as the API server returned it.
+//
+// Note: only what a write returned is remembered, never a pass's Sandbox at
+// its end: after a write that failed it holds what the server does not (with
+// the resourceVersion of an earlier write that succeeded, its finalizer's), and
+// the next pass, handed it for a cache that lagged, patched from it and sent
+// none of that (a Sandbox Ready whose status never named its Docker host).
+func (r *Reconciler) writeStatus(ctx context.Context, before, sb *sandboxv1.Sandbox) error {
+	from := sb.ResourceVersion
+	if err := kit.PatchStatus(ctx, r.Client, before, sb); err != nil {
+		return err
+	}
+	r.memory.wrote(from, sb)
+	return nil
+}
+
+// wrote remembers sb as the API server returned it to a write (its
+// resourceVersion is no longer from, the one the write was made from).
 func (m *memory) wrote(from string, sb *sandboxv1.Sandbox) {
 	if sb.ResourceVersion == from {
 		return
