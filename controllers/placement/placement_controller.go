@@ -141,7 +141,19 @@ func (pl *Reconciler) unschedulable(ctx context.Context, sb *sandboxv1.Sandbox, 
 	kit.SetCondition(sb, sandboxv1.ConditionReady, metav1.ConditionFalse, sandboxv1.ReasonUnschedulable, why)
 	kit.SetCondition(sb, sandboxv1.ConditionReconciling, metav1.ConditionTrue, sandboxv1.ReasonUnschedulable, "waiting for a Docker host: "+why)
 	meta.RemoveStatusCondition(&sb.Status.Conditions, sandboxv1.ConditionStalled)
-	return kit.PatchStatus(ctx, pl.Client, before, sb)
+	return lockedStatus(kit.PatchStatus(ctx, pl.Client, before, sb, client.MergeFromWithOptimisticLock{}))
+}
+
+// lockedStatus: placement's status writes replace the whole conditions list
+// from the placement cache's copy, so they are conditional on its
+// resourceVersion: a copy that lags (the object bound and published meanwhile)
+// must not overwrite what its host wrote. A conflict is no error: the object's
+// change re-queues it if it is still unbound.
+func lockedStatus(err error) error {
+	if apierrors.IsConflict(err) {
+		return nil
+	}
+	return err
 }
 
 // SetupWithManager places unbound Sandboxes; a DockerHost's change re-queues every

@@ -43,7 +43,7 @@ func (pp PoolReconciler) poolUnschedulable(ctx context.Context, pool *sandboxv1.
 	before := pool.DeepCopy()
 	pool.Status.ObservedGeneration = pool.Generation
 	kit.SetCondition(pool, sandboxv1.ConditionReady, metav1.ConditionFalse, sandboxv1.ReasonUnschedulable, why)
-	return kit.PatchStatus(ctx, pp.Client, before, pool)
+	return lockedStatus(kit.PatchStatus(ctx, pp.Client, before, pool, client.MergeFromWithOptimisticLock{}))
 }
 
 // SetupWithManager places unbound pools; a DockerHost's change re-queues them.
