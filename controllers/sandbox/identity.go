@@ -153,5 +153,8 @@ func (r *Reconciler) bindFirst(ctx context.Context, sb *sandboxv1.Sandbox) error
 	}
 	before := sb.DeepCopy()
 	before.Status.DockerHost = nil
+	// Note: and the pass's admission, recorded before anything is made: the
+	// patch's answer replaces sb, which would otherwise lose it for good.
+	before.Status.Admitted = nil
 	return kit.PatchStatus(ctx, r.Client, before, sb)
 }
