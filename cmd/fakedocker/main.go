@@ -6,6 +6,7 @@
 //	fakedocker --hosts 50 --dir /tmp/fakehosts --stats 127.0.0.1:7070
 //	curl -s 127.0.0.1:7070/stats                  # creates, duplicates, requests
 //	curl -s '127.0.0.1:7070/observed?since=2026-01-02T15:04:05Z'   # containers looked at since
+//	curl -s '127.0.0.1:7070/live?namespace=team-a'  # live service containers of one namespace
 //	curl -s -X POST 127.0.0.1:7070/hosts/3/restart
 //	fakedocker --socket /tmp/fake.sock            # one host
 //
@@ -40,7 +41,7 @@ func main() {
 	flag.StringVar(&c.tcp, "tcp", "", "serve one host on this TCP address, e.g. 127.0.0.1:2375")
 	flag.IntVar(&c.hosts, "hosts", 0, "serve this many hosts, each on its own socket in --dir")
 	flag.StringVar(&c.dir, "dir", "", "the directory of --hosts' sockets (host-000.sock, ...)")
-	flag.StringVar(&c.stats, "stats", "", "serve GET /stats, GET /observed?since= and POST /hosts/{i}/down|up|restart|stall|resume on this TCP address or socket path")
+	flag.StringVar(&c.stats, "stats", "", "serve GET /stats, GET /observed?since=, GET /live?namespace= and POST /hosts/{i}/down|up|restart|stall|resume on this TCP address or socket path")
 	flag.IntVar(&c.cpus, "cpus", 4, "each host's CPU count")
 	flag.StringVar(&c.networks, "networks", "", "comma-separated networks each host has besides bridge (default: every network exists)")
 	flag.Parse()

@@ -70,7 +70,8 @@ func (h Hosts) Summary() Summary {
 }
 
 // Control is what a benchmark drives the daemons with, over HTTP:
-// GET /stats (the Summary), GET /observed?since=<RFC 3339> (Observed), and POST /hosts/{i}/down, /up, /restart, /stall
+// GET /stats (the Summary), GET /observed?since=<RFC 3339> (Observed), GET
+// /live?namespace=<ns> (Live), and POST /hosts/{i}/down, /up, /restart, /stall
 // and /resume for the daemon numbered i.
 func (h Hosts) Control() http.Handler {
 	mux := http.NewServeMux()
@@ -80,6 +81,7 @@ func (h Hosts) Control() http.Handler {
 			writeJSON(w, http.StatusOK, h.Observed(since))
 		}
 	})
+	mux.HandleFunc("GET /live", h.liveHandler)
 	var mu sync.Mutex
 	resumes := make([]func(), len(h))
 	mux.HandleFunc("POST /hosts/{i}/{action}", func(w http.ResponseWriter, r *http.Request) {

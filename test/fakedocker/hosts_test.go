@@ -12,6 +12,7 @@ import (
 
 	dd "github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver"
 	"github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver/fake"
+	"github.com/roboco-sandbox/sandbox-controller/internal/host"
 	"github.com/roboco-sandbox/sandbox-controller/test/fakedocker"
 )
 
@@ -76,5 +77,39 @@ func TestHosts(t *testing.T) {
 	if sum.Creates != 3 || sum.Duplicates != 0 || sum.Downs != 1 || len(sum.Hosts) != 3 || sum.Requests["POST /images/create"] != 3 {
 		t.Errorf("summary: %d creates, %d duplicates, %d downs, %d hosts, %v; want 3, 0, 1, 3 and 3 pulls",
 			sum.Creates, sum.Duplicates, sum.Downs, len(sum.Hosts), sum.Requests)
+	}
+}
+
+// TestLive counts one namespace's live service containers over every host, and
+// the Sandboxes they serve.
+func TestLive(t *testing.T) {
+	dir, err := os.MkdirTemp("", "fdl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	hosts, err := fakedocker.StartHosts(dir, 2, fakedocker.WithPullAny())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(hosts.Close)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	for _, c := range []struct {
+		host          int
+		name, ns, uid string
+	}{{0, "a1", "a", "uid-1"}, {0, "a2", "a", "uid-2"}, {1, "a2-pg", "a", "uid-2"}, {1, "b3", "b", "uid-3"}} {
+		d := newDriver(t, dd.WithHost(hosts[c.host].Host()))
+		if err := d.PullImage(ctx, testImage, nil); err != nil {
+			t.Fatal(err)
+		}
+		spec := service(c.name, c.uid, fake.Script{Sleep: fake.Forever})
+		spec.Labels[host.LabelNamespace] = c.ns
+		if _, err := d.CreateContainer(ctx, spec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, want := hosts.Live("a"), (fakedocker.Live{Containers: 3, Sandboxes: 2}); got != want {
+		t.Errorf("Live(a) = %+v, want %+v", got, want)
 	}
 }
