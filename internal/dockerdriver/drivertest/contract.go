@@ -47,6 +47,7 @@ func RunContract(t *testing.T, newDriver NewDriver) {
 		{"RenameKeepsTheContainerAndFreesTheOldName", c.renameKeeps},
 		{"RenameConflictsWithTheNameHolder", c.renameConflicts},
 		{"RenameRefusesMissingSameAndInvalid", c.renameRefuses},
+		{"FilesPutAndRead", c.filesPutAndRead},
 		{"EventsOrder", c.eventsOrder},
 		{"EventsResyncAfterDisconnect", c.eventsResync},
 		{"PullPresentIsNoop", c.pullPresent},
