@@ -85,6 +85,9 @@ type Reconciler struct {
 	// Note: Docker keeps no time for a container that is gone, so this one lives
 	// in memory; a restart can only lengthen the window, never shorten it.
 	ownerMissing map[string]time.Time
+	// unownedSince is when each claimed pool member nothing owns was first
+	// seen so (in memory for the same reason).
+	unownedSince map[string]time.Time
 }
 
 // +kubebuilder:rbac:groups=sandbox.roboco.io,resources=sandboxes,verbs=get;list;watch
@@ -130,7 +133,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Result
 	if err != nil {
 		return ctrl.Result{}, sweepFailed(ctx, "inspect-owner", err)
 	}
-	if err := r.planPools(ctx, &p, all); err != nil {
+	if err := r.planPools(ctx, &p, all, live); err != nil {
 		return ctrl.Result{}, sweepFailed(ctx, "pools", err)
 	}
 
