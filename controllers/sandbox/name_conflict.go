@@ -3,14 +3,13 @@ package sandbox
 import (
 	"context"
 	"fmt"
-	"slices"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
+	"github.com/roboco-sandbox/sandbox-controller/internal/claim"
 	dd "github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver"
 	"github.com/roboco-sandbox/sandbox-controller/internal/host"
 )
@@ -81,45 +80,48 @@ func (res serviceResult) conflict(message string) serviceResult {
 
 // claimedConflict decides about a claimed pool member that holds the service's
 // name. It carries its pool's labels, never its Sandbox's UID (labels cannot
-// change), and its claim file names the Sandbox that claimed it: this one's
-// (a claim whose record was lost) is found again by a later pass (recover);
-// any other is never touched. The member of a Sandbox that is gone holds that
-// agent's data: it is the orphan sweep's, which removes it once the grace
-// period has passed, and its destroy re-queues this Sandbox (watch).
+// change); what makes it a Sandbox's is that Sandbox's record (status.claims,
+// written before the rename), or, that lost, its answer to the password of
+// the Sandbox's own Secret (recover). One a live Sandbox records serves it and
+// is never touched. One no live Sandbox records holds the data of an agent that
+// no longer has it (its Sandbox gone, or its status lost before any Secret
+// held its password): it is never served to another Sandbox; the orphan sweep
+// removes it once the grace period has passed, and its destroy re-queues this
+// Sandbox (watch).
 func (r *Reconciler) claimedConflict(ctx context.Context, sb *sandboxv1.Sandbox, res serviceResult, conflict *dd.ConflictError) serviceResult {
 	existing := conflict.Existing
-	by, err := host.ClaimedBy(ctx, r.Driver, existing.ID)
-	live := false
-	if err == nil && by != "" && by != string(sb.UID) {
-		live, err = r.liveUID(ctx, existing.Labels[host.LabelNamespace], by)
-	}
+	recorded, err := r.recordedLive(ctx, existing.Labels[host.LabelNamespace], existing.ID)
 	switch {
 	case err != nil:
 		retryIn := retryLater(ctx)
 		res.containers = part{reason: sandboxv1.ReasonCreating, message: fmt.Sprintf("checking which Sandbox claimed %s: %v; retrying in %s",
 			conflict.Name, err, retryIn.Round(time.Second))}
 		return res
-	case by == string(sb.UID):
-		return res.waiting(part{reason: sandboxv1.ReasonCreating, message: "found again the pool member this Sandbox claimed as " + conflict.Name},
-			"waiting for the container", retryLater(ctx))
-	case by != "" && !live:
+	case !recorded:
 		return res.conflict(fmt.Sprintf(
-			"container name %s is taken by container %s, a warm pool member claimed by a Sandbox that no longer exists (uid %s), which holds that agent's data: "+
-				"it is never served to another Sandbox; the orphan sweep removes it once the grace period has passed, and this service then starts",
-			conflict.Name, dd.ShortID(existing.ID), by))
+			"container name %s is taken by container %s, a claimed warm pool member that no live Sandbox records (its Sandbox is gone, or lost its status before its Secret was made), "+
+				"which may hold that agent's data: it is never served to another Sandbox; the orphan sweep removes it once the grace period has passed, and this service then starts",
+			conflict.Name, dd.ShortID(existing.ID)))
 	}
 	return res.conflict(fmt.Sprintf(
 		"container name %s is taken by container %s, a claimed warm pool member that serves a Sandbox with this agentID on this Docker host and holds its data; it is never touched: use another agentID",
 		conflict.Name, dd.ShortID(existing.ID)))
 }
 
-// liveUID says whether a Sandbox of namespace ns has uid, live from the API
-// server: one created a moment ago must never look gone.
-func (r *Reconciler) liveUID(ctx context.Context, ns, uid string) (bool, error) {
-	list := &metav1.PartialObjectMetadataList{}
-	list.SetGroupVersionKind(sandboxv1.GroupVersion.WithKind("SandboxList"))
-	if err := r.APIReader.List(ctx, list, client.InNamespace(ns)); err != nil {
+// recordedLive says whether a Sandbox of namespace ns records the claim of
+// container id, live from the API server: a claim recorded a moment ago must
+// never look unrecorded.
+func (r *Reconciler) recordedLive(ctx context.Context, ns, id string) (bool, error) {
+	var list sandboxv1.SandboxList
+	if err := r.APIReader.List(ctx, &list, client.InNamespace(ns)); err != nil {
 		return false, err
 	}
-	return slices.ContainsFunc(list.Items, func(m metav1.PartialObjectMetadata) bool { return string(m.UID) == uid }), nil
+	for i := range list.Items {
+		for _, rec := range claim.Records(&list.Items[i]) {
+			if rec.ID == id {
+				return true, nil
+			}
+		}
+	}
+	return false, nil
 }

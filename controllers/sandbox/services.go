@@ -43,7 +43,7 @@ func (r *Reconciler) reconcileServices(ctx context.Context, sb *sandboxv1.Sandbo
 			return ctrl.Result{RequeueAfter: kit.Jitter(kit.StalledRecheck)}, nil
 		}
 	}
-	ours, claims, err := r.ours(ctx, sb, specs, creds.reserved)
+	ours, claims, err := r.ours(ctx, sb, specs, creds)
 	if err != nil {
 		dockerDown(sb, err, retryLater(ctx))
 		return ctrl.Result{}, nil

@@ -2,12 +2,10 @@ package sweep
 
 import (
 	"context"
-	"fmt"
 	"maps"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
@@ -24,13 +22,14 @@ const orphanPool = "pool"
 
 // planPools adds this instance's pool members that nothing live owns: an
 // unclaimed member whose pool is gone, and a claimed one that no live Sandbox
-// of its namespace has recorded and whose claim file (host.ClaimFile) names no
-// live Sandbox, whoever else has its agentID: its data is never served to
-// another (a Sandbox whose record was lost is named by the file, and finds it
-// again). A claimed member is reaped once the grace period has passed since
-// it was first seen so. Members are listed before the objects, as in plan: a
-// pool or a claim made after the list cannot be mistaken for gone.
-func (r *Reconciler) planPools(ctx context.Context, p *sweepPlan, all []dd.ContainerSummary, live map[types.UID]bool) error {
+// of its namespace records (status.claims, written before the rename), whoever
+// else has its agentID: its data is never served to another. A claimed member
+// is reaped once the grace period has passed since it was first seen
+// unrecorded: a Sandbox whose status was lost, and whose Secret the member
+// answers to, records it again meanwhile (see docs/pools.md). Members are
+// listed before the objects, as in plan: a pool or a claim made after the list
+// cannot be mistaken for gone.
+func (r *Reconciler) planPools(ctx context.Context, p *sweepPlan, all []dd.ContainerSummary) error {
 	var members []dd.ContainerSummary
 	for _, c := range all {
 		if c.Labels[host.LabelPoolUID] != "" && r.Options.Judges(c.Labels[host.LabelInstance]) {
@@ -56,7 +55,7 @@ func (r *Reconciler) planPools(ctx context.Context, p *sweepPlan, all []dd.Conta
 			claimedOnes = append(claimedOnes, m)
 		}
 	}
-	unowned, err := r.unowned(ctx, claimedOnes, live)
+	unowned, err := r.unowned(ctx, claimedOnes)
 	if err != nil {
 		return err
 	}
@@ -81,11 +80,11 @@ func (r *Reconciler) livePools(ctx context.Context) (map[string]bool, error) {
 	return pools, nil
 }
 
-// unowned are the claimed members no Sandbox owns: judged on the records of
-// the cache first (cheap, and a claim it shows is one), then, for those it
-// shows unrecorded, on a live list of their namespace (the cache may lag
-// behind a claim), then on their claim files and the live UIDs.
-func (r *Reconciler) unowned(ctx context.Context, ms []dd.ContainerSummary, live map[types.UID]bool) ([]dd.ContainerSummary, error) {
+// unowned are the claimed members no live Sandbox records: judged on the
+// cache first (cheap, and a claim it shows is one), then, for those it shows
+// unrecorded, on a live list of their namespace (the cache may lag behind a
+// claim).
+func (r *Reconciler) unowned(ctx context.Context, ms []dd.ContainerSummary) ([]dd.ContainerSummary, error) {
 	if chaosplant.Active(chaosplant.SweepIgnoresClaims) {
 		return ms, nil
 	}
@@ -93,7 +92,7 @@ func (r *Reconciler) unowned(ctx context.Context, ms []dd.ContainerSummary, live
 	for _, m := range ms {
 		byNamespace[m.Labels[host.LabelNamespace]] = append(byNamespace[m.Labels[host.LabelNamespace]], m)
 	}
-	var unrecorded []dd.ContainerSummary
+	var out []dd.ContainerSummary
 	for ns, members := range byNamespace {
 		for _, reader := range []client.Reader{r.Cache, r.APIReader} {
 			var list sandboxv1.SandboxList
@@ -104,17 +103,7 @@ func (r *Reconciler) unowned(ctx context.Context, ms []dd.ContainerSummary, live
 				break
 			}
 		}
-		unrecorded = append(unrecorded, members...)
-	}
-	var out []dd.ContainerSummary
-	for _, m := range unrecorded {
-		by, err := host.ClaimedBy(ctx, r.Driver, m.ID)
-		if err != nil {
-			return nil, fmt.Errorf("reading the claim file of %s: %w", m.Name, err)
-		}
-		if by == "" || !live[types.UID(by)] {
-			out = append(out, m)
-		}
+		out = append(out, members...)
 	}
 	return out, nil
 }

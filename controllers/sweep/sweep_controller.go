@@ -133,7 +133,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Result
 	if err != nil {
 		return ctrl.Result{}, sweepFailed(ctx, "inspect-owner", err)
 	}
-	if err := r.planPools(ctx, &p, all, live); err != nil {
+	if err := r.planPools(ctx, &p, all); err != nil {
 		return ctrl.Result{}, sweepFailed(ctx, "pools", err)
 	}
 

@@ -14,9 +14,8 @@ const (
 	PasswordOnRestart = "password-on-restart"
 	// IdentitySkipped: a Sandbox bound to one Docker host is worked on another.
 	IdentitySkipped = "identity-skipped"
-	// SweepIgnoresClaims: the orphan sweep reads no claim (neither the
-	// records nor the members' claim files), so a claimed member, which
-	// keeps its pool's labels, is an orphan to it.
+	// SweepIgnoresClaims: the orphan sweep reads no claim record, so a
+	// claimed member, which keeps its pool's labels, is an orphan to it.
 	SweepIgnoresClaims = "sweep-ignores-claims"
 	// IdentityKeptOnRedial: a host's identity proof outlives what should end
 	// it (a redial to a changed endpoint, a lost event stream), so the host is
