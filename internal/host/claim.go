@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"strings"
 
 	"github.com/roboco-sandbox/sandbox-controller/internal/chaosplant"
 	dd "github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver"
@@ -33,38 +32,14 @@ type Claimed struct {
 	Renamed bool
 }
 
-// ClaimFile is where a claimed member carries the UID of the Sandbox that
-// claimed it, written before the rename: a member's labels cannot change, and
-// its claim record lives in its Sandbox's status, which can be lost. Root's
-// and read-only, in a directory of root's: the engine's user cannot change it.
-// A member named as a service is found again only for the Sandbox it names,
-// and reaped once that Sandbox is gone, whoever else has its agentID.
-const ClaimFile = "/run/sandbox/claim"
-
-// ClaimedBy is the UID of the Sandbox that claimed member id, by its claim file;
-// "" when it has none (never claimed, or claimed by a release before claim
-// files), or is gone.
-func ClaimedBy(ctx context.Context, driver dd.Driver, id string) (string, error) {
-	b, err := driver.ReadFile(ctx, id, ClaimFile)
-	if errors.Is(err, dd.ErrNotFound) {
-		return "", nil
-	}
-	return strings.TrimSpace(string(b)), err
-}
-
-// Claim makes member m serve svc: its claim file names svc's Sandbox, then it
-// is renamed to the service's container name (atomic, and Docker keeps names
-// unique, so no two Sandboxes can hold one member), then, unless svc's
-// password is the member's own (its Secret was made with it), its password
-// rotated to svc's and proven by a login. The caller records the claim before
-// calling (see docs/pools.md).
+// Claim makes member m serve svc: renamed to the service's container name
+// (atomic, and Docker keeps names unique, so no two Sandboxes can hold one
+// member), then, unless svc's password is the member's own (its Secret was
+// made with it), its password rotated to svc's and proven by a login.
+// The caller records the claim before calling (see docs/pools.md).
 func (h *Host) Claim(ctx context.Context, svc Service, m Member) (Claimed, error) {
 	defer h.warm.release(m.ID)
 	var out Claimed
-	claimer := []dd.File{{Path: ClaimFile, Mode: 0o444, Content: []byte(svc.Container.Labels[LabelUID])}}
-	if err := h.driver.PutFiles(ctx, m.ID, claimer); err != nil {
-		return out, fmt.Errorf("writing the claim file of pool member %s: %w", m.Name, err)
-	}
 	err := h.driver.Rename(ctx, m.ID, svc.Container.Name)
 	if errors.As(err, &out.Taken) {
 		return out, nil

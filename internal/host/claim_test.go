@@ -62,34 +62,6 @@ func TestClaimRunsAnExecOnlyToRotate(t *testing.T) {
 	}
 }
 
-// A claimed member names the Sandbox that claimed it before it holds the
-// service's name: a claim whose claim file cannot be written renames nothing.
-func TestClaimNamesItsSandboxBeforeTheRename(t *testing.T) {
-	ctx := context.Background()
-	svc := service(512 << 20)
-	svc.Password = "member-pw"
-	h, f := newHost()
-	offerMember(t, h, f, svc, "sandboxpool-a")
-	m, _ := h.Warm().Take("ns", "class", nil)
-	if by, err := host.ClaimedBy(ctx, f, m.ID); err != nil || by != "" {
-		t.Fatalf("an unclaimed member is claimed by %q (%v)", by, err)
-	}
-	clear := f.Inject(fake.Fault{Verb: fake.VerbPutFiles, Err: dd.ErrUnavailable, Times: 1})
-	defer clear()
-	if got, err := h.Claim(ctx, svc, m); err == nil || got.Renamed {
-		t.Fatalf("Claim = %+v, %v; want a failure before the rename", got, err)
-	}
-	if c, _ := f.Peek(m.ID); c.Name != "sandboxpool-a" {
-		t.Fatalf("the member was renamed %s without its claim file", c.Name)
-	}
-	if _, err := h.Claim(ctx, svc, m); err != nil {
-		t.Fatalf("Claim: %v", err)
-	}
-	if by, err := host.ClaimedBy(ctx, f, m.ID); err != nil || by != "uid-1" {
-		t.Errorf("the claimed member is claimed by %q (%v), want its Sandbox's UID uid-1", by, err)
-	}
-}
-
 // A replica that gave a host up offers nothing it knew of its members: another
 // replica may have given them to Sandboxes meanwhile.
 func TestWarmResetForgetsOffersAndClaims(t *testing.T) {
