@@ -4,8 +4,6 @@ import (
 	"archive/tar"
 	"bytes"
 	"context"
-	"fmt"
-	"io"
 	"strconv"
 	"strings"
 	"time"
@@ -30,41 +28,6 @@ func (d *Docker) copyFiles(ctx context.Context, id string, files []File) error {
 	}
 	_, err = d.cli.CopyToContainer(ctx, id, client.CopyToContainerOptions{DestinationPath: "/", Content: archive})
 	return err
-}
-
-// PutFiles writes files into container nameOrID; see Driver.PutFiles.
-func (d *Docker) PutFiles(ctx context.Context, nameOrID string, files []File) error {
-	ctx, cancel, expired := Bound(ctx, d.opts.callTimeout)
-	defer cancel()
-	return expired(wrap("copy files to", nameOrID, d.copyFiles(ctx, nameOrID, files)), "copy files to", nameOrID)
-}
-
-// ReadFile reads the file at path in container nameOrID; see Driver.ReadFile.
-func (d *Docker) ReadFile(ctx context.Context, nameOrID, path string) ([]byte, error) {
-	ctx, cancel, expired := Bound(ctx, d.opts.callTimeout)
-	defer cancel()
-	content, err := d.readFile(ctx, nameOrID, path)
-	return content, expired(wrap("copy file from", nameOrID, err), "copy file from", nameOrID)
-}
-
-// maxReadFile bounds what ReadFile reads: it reads small records, never data.
-const maxReadFile = 1 << 20
-
-func (d *Docker) readFile(ctx context.Context, nameOrID, path string) ([]byte, error) {
-	res, err := d.cli.CopyFromContainer(ctx, nameOrID, client.CopyFromContainerOptions{SourcePath: path})
-	if err != nil {
-		return nil, err
-	}
-	defer func() { _ = res.Content.Close() }()
-	tr := tar.NewReader(res.Content)
-	h, err := tr.Next()
-	if err != nil {
-		return nil, fmt.Errorf("reading the archive of %s: %w", path, err)
-	}
-	if h.Typeflag != tar.TypeReg || h.Size > maxReadFile {
-		return nil, NewError("copy file from", nameOrID, ErrInvalid, fmt.Errorf("%s is not a regular file of at most %d bytes", path, maxReadFile))
-	}
-	return io.ReadAll(tr)
 }
 
 // tarOf is an archive of files relative to /. Note: it holds no directory

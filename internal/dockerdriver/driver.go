@@ -70,13 +70,6 @@ type Driver interface {
 	// the container's current name (ErrInvalid): a retried rename that already
 	// happened fails, so a caller in doubt should Inspect.
 	Rename(ctx context.Context, nameOrID, newName string) error
-	// PutFiles writes files into a container, created or running, as root
-	// and through Docker's archive API (no process runs in it); missing
-	// parent directories are made (root, 0755).
-	PutFiles(ctx context.Context, nameOrID string, files []File) error
-	// ReadFile reads one regular file of a container in any state. A
-	// missing container or file is an ErrNotFound error.
-	ReadFile(ctx context.Context, nameOrID, path string) ([]byte, error)
 
 	// Events streams container lifecycle events matching filter until ctx
 	// ends, then closes the channel. The stream survives daemon restarts:

@@ -144,9 +144,3 @@ func (s *Switch) Remove(ctx context.Context, nameOrID string, stopTimeout time.D
 func (s *Switch) Rename(ctx context.Context, nameOrID, newName string) error {
 	return s.get().Rename(ctx, nameOrID, newName)
 }
-func (s *Switch) PutFiles(ctx context.Context, nameOrID string, files []File) error {
-	return s.get().PutFiles(ctx, nameOrID, files)
-}
-func (s *Switch) ReadFile(ctx context.Context, nameOrID, path string) ([]byte, error) {
-	return s.get().ReadFile(ctx, nameOrID, path)
-}

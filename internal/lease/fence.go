@@ -13,7 +13,7 @@ import (
 var errNotHolder = errors.New("this manager no longer holds the Lease of the Docker host")
 
 // Fenced is a host's driver as its controllers use it when replicas share hosts:
-// every call that changes the host (create, remove, rename, exec, copy, pull, plant)
+// every call that changes the host (create, remove, rename, exec, pull, plant)
 // first checks, by this replica's own clock, that it still holds the host's
 // Lease. A Lease alone is no fence: a replica frozen past it (a long GC pause,
 // SIGSTOP) resumes in the middle of a pass, and this check is what stops that
@@ -81,13 +81,6 @@ func (f Fenced) Rename(ctx context.Context, nameOrID, newName string) error {
 		return err
 	}
 	return f.Driver.Rename(ctx, nameOrID, newName)
-}
-
-func (f Fenced) PutFiles(ctx context.Context, nameOrID string, files []dd.File) error {
-	if err := f.check("copy files to", nameOrID); err != nil {
-		return err
-	}
-	return f.Driver.PutFiles(ctx, nameOrID, files)
 }
 
 // fencedExec is a prepared exec (a claim's rotation, a data step held ahead) that runs only

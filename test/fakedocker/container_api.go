@@ -2,8 +2,6 @@ package fakedocker
 
 import (
 	"archive/tar"
-	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
@@ -163,26 +161,6 @@ func (s *Server) containerArchive(w http.ResponseWriter, r *http.Request) {
 	s.withContainer(w, r, func(c *ctr) {
 		c.write(files)
 		w.WriteHeader(http.StatusOK)
-	})
-}
-
-// containerArchiveGet answers a tar of the one file asked, with Docker's stat
-// header (the client needs it), or a 404 when there is none.
-func (s *Server) containerArchiveGet(w http.ResponseWriter, r *http.Request) {
-	p := path.Clean(r.URL.Query().Get("path"))
-	s.withContainer(w, r, func(c *ctr) {
-		content, ok := c.files[p]
-		if !ok {
-			fail(w, http.StatusNotFound, "Could not find the file %s in container %s", p, c.name)
-			return
-		}
-		stat, _ := json.Marshal(container.PathStat{Name: path.Base(p), Size: int64(len(content)), Mode: 0o444})
-		w.Header().Set("X-Docker-Container-Path-Stat", base64.StdEncoding.EncodeToString(stat))
-		w.Header().Set("Content-Type", "application/x-tar")
-		tw := tar.NewWriter(w)
-		_ = tw.WriteHeader(&tar.Header{Name: path.Base(p), Mode: 0o444, Size: int64(len(content)), Typeflag: tar.TypeReg})
-		_, _ = tw.Write(content)
-		_ = tw.Close()
 	})
 }
 

@@ -35,7 +35,6 @@ func (s *Server) routes() *http.ServeMux {
 		{"DELETE /containers/{id}", s.containerRemove},
 		{"GET /containers/{id}/logs", s.containerLogs},
 		{"PUT /containers/{id}/archive", s.containerArchive},
-		{"GET /containers/{id}/archive", s.containerArchiveGet},
 		{"POST /containers/{id}/exec", s.execCreate},
 		{"POST /exec/{id}/start", s.execStart},
 		{"GET /exec/{id}/json", s.execInspect},

@@ -47,7 +47,6 @@ func RunContract(t *testing.T, newDriver NewDriver) {
 		{"RenameKeepsTheContainerAndFreesTheOldName", c.renameKeeps},
 		{"RenameConflictsWithTheNameHolder", c.renameConflicts},
 		{"RenameRefusesMissingSameAndInvalid", c.renameRefuses},
-		{"FilesPutAndRead", c.filesPutAndRead},
 		{"EventsOrder", c.eventsOrder},
 		{"EventsResyncAfterDisconnect", c.eventsResync},
 		{"PullPresentIsNoop", c.pullPresent},

@@ -21,8 +21,7 @@ type ctr struct {
 	// earlier run does nothing.
 	gen  int
 	logs []string // lines, each ending in "\n"
-	// files were written into the container: at create, before its first
-	// start, or later (PutFiles).
+	// files were written into the container before its first start.
 	files map[string][]byte
 	// lingering is an exec that outlived its caller and may still run.
 	lingering *lingering

@@ -46,8 +46,6 @@ const (
 	VerbLogsTail        Verb = "LogsTail"
 	VerbRemove          Verb = "Remove"
 	VerbRename          Verb = "Rename"
-	VerbPutFiles        Verb = "PutFiles"
-	VerbReadFile        Verb = "ReadFile"
 	VerbEvents          Verb = "Events"
 	VerbHostIdentity    Verb = "HostIdentity"
 	VerbPlantIdentity   Verb = "PlantHostIdentity"
@@ -58,7 +56,6 @@ var ops = map[Verb]string{
 	VerbPing: "ping", VerbImagePresent: "image inspect", VerbPullImage: "pull",
 	VerbCreateContainer: "create", VerbInspect: "inspect", VerbList: "list",
 	VerbExec: "exec", VerbPrepareExec: "exec", VerbLogsTail: "logs", VerbRemove: "remove", VerbRename: "rename", VerbEvents: "events",
-	VerbPutFiles: "copy files to", VerbReadFile: "copy file from",
 	VerbHostIdentity: "host identity", VerbPlantIdentity: "plant host identity",
 }
 
