@@ -62,8 +62,8 @@ const (
 	EventClaimed = "Claimed"
 	// EventClaimRecovered (Normal): a claim lost with the status (a status
 	// rewritten) was found again: the member named as the service's container,
-	// of a pool of the Sandbox's namespace, whose claim file names the
-	// Sandbox's UID.
+	// of a pool of the Sandbox's namespace, answers to the password of the
+	// Sandbox's own Secret (controlled by its UID).
 	EventClaimRecovered = "ClaimRecovered"
 	// EventClaimRecordIgnored (Warning): a claim annotation (AnnotationClaimPrefix)
 	// names a container the Sandbox did not claim; it was ignored and removed.
