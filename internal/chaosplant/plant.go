@@ -37,7 +37,9 @@ const (
 	AfterClaimRecorded = "claim-recorded"
 	// AfterClaimSecret: the Secret is made with a reserved member's password
 	// (the member's rename runs beside it: done or not).
-	AfterClaimSecret  = "claim-secret"
+	AfterClaimSecret = "claim-secret"
+	// AfterClaimRenamed: a reserved member renamed and its Secret made, the
+	// pass not yet reported.
 	AfterClaimRenamed = "claim-renamed"
 	// AfterClaimRenamedNoSecret: a reserved member renamed, its Secret's
 	// create held back (Hold), so never made.
