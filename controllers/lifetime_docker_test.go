@@ -91,6 +91,8 @@ func (rd *realDocker) cleanup() {
 	defer cancel()
 	ids := rd.list(map[string]string{dockerTestLabel: rd.runID})
 	ids = append(ids, rd.list(map[string]string{shost.LabelOwner: "sbx-owner-" + rd.runID})...)
+	// Note: pool members carry their instance, not the run's label.
+	ids = append(ids, rd.list(map[string]string{shost.LabelInstance: "test-" + rd.runID})...)
 	for _, id := range ids {
 		if _, err := rd.cli.ContainerRemove(cctx, id, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true}); err != nil && !cerrdefs.IsNotFound(err) {
 			GinkgoWriter.Printf("cleanup: removing %s: %v\n", id, err)

@@ -61,9 +61,10 @@ const (
 	// EventClaimed (Normal): a service was served by a warm pool member, renamed
 	// to the service's container name, its password rotated to the Sandbox's.
 	EventClaimed = "Claimed"
-	// EventClaimRecovered (Normal): a claim lost with the status (a restore, a
-	// status rewritten) was found again: the member named as the service's
-	// container, of a pool of the Sandbox's namespace, answers to its password.
+	// EventClaimRecovered (Normal): a claim lost with the status (a status
+	// rewritten) was found again: the member named as the service's container,
+	// of a pool of the Sandbox's namespace, answers to the password of the
+	// Sandbox's own Secret (controlled by its UID).
 	EventClaimRecovered = "ClaimRecovered"
 	// EventClaimRecordIgnored (Warning): a claim annotation (AnnotationClaimPrefix)
 	// names a container the Sandbox did not claim; it was ignored and removed.

@@ -6,8 +6,10 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
+	"github.com/roboco-sandbox/sandbox-controller/internal/claim"
 	dd "github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver"
 	"github.com/roboco-sandbox/sandbox-controller/internal/host"
 )
@@ -28,10 +30,7 @@ func (r *Reconciler) nameConflict(ctx context.Context, sb *sandboxv1.Sandbox, re
 			conflict.Name, dd.ShortID(existing.ID), instance, r.Options.Instance, instance))
 	}
 	if existing.Labels[host.LabelPoolUID] != "" {
-		// Note: a claimed member carries its pool's labels, never its Sandbox's UID.
-		return res.conflict(fmt.Sprintf(
-			"container name %s is taken by container %s, a claimed warm pool member that serves a Sandbox with this agentID on this Docker host and holds its data; it is never touched: use another agentID",
-			conflict.Name, dd.ShortID(existing.ID)))
+		return r.claimedConflict(ctx, sb, res, conflict)
 	}
 	if !named || uid == "" {
 		return res.conflict(fmt.Sprintf(
@@ -77,4 +76,52 @@ func heldBy(sb, other *sandboxv1.Sandbox, name string) string {
 func (res serviceResult) conflict(message string) serviceResult {
 	res.containers = part{reason: sandboxv1.ReasonNameConflict, message: message}
 	return res.stall()
+}
+
+// claimedConflict decides about a claimed pool member that holds the service's
+// name. It carries its pool's labels, never its Sandbox's UID (labels cannot
+// change); what makes it a Sandbox's is that Sandbox's record (status.claims,
+// written before the rename), or, that lost, its answer to the password of
+// the Sandbox's own Secret (recover). One a live Sandbox records serves it and
+// is never touched. One no live Sandbox records holds the data of an agent that
+// no longer has it (its Sandbox gone, or its status lost before any Secret
+// held its password): it is never served to another Sandbox; the orphan sweep
+// removes it once the grace period has passed, and its destroy re-queues this
+// Sandbox (watch).
+func (r *Reconciler) claimedConflict(ctx context.Context, sb *sandboxv1.Sandbox, res serviceResult, conflict *dd.ConflictError) serviceResult {
+	existing := conflict.Existing
+	recorded, err := r.recordedLive(ctx, existing.Labels[host.LabelNamespace], existing.ID)
+	switch {
+	case err != nil:
+		retryIn := retryLater(ctx)
+		res.containers = part{reason: sandboxv1.ReasonCreating, message: fmt.Sprintf("checking which Sandbox claimed %s: %v; retrying in %s",
+			conflict.Name, err, retryIn.Round(time.Second))}
+		return res
+	case !recorded:
+		return res.conflict(fmt.Sprintf(
+			"container name %s is taken by container %s, a claimed warm pool member that no live Sandbox records (its Sandbox is gone, or lost its status before its Secret was made), "+
+				"which may hold that agent's data: it is never served to another Sandbox; the orphan sweep removes it once the grace period has passed, and this service then starts",
+			conflict.Name, dd.ShortID(existing.ID)))
+	}
+	return res.conflict(fmt.Sprintf(
+		"container name %s is taken by container %s, a claimed warm pool member that serves a Sandbox with this agentID on this Docker host and holds its data; it is never touched: use another agentID",
+		conflict.Name, dd.ShortID(existing.ID)))
+}
+
+// recordedLive says whether a Sandbox of namespace ns records the claim of
+// container id, live from the API server: a claim recorded a moment ago must
+// never look unrecorded.
+func (r *Reconciler) recordedLive(ctx context.Context, ns, id string) (bool, error) {
+	var list sandboxv1.SandboxList
+	if err := r.APIReader.List(ctx, &list, client.InNamespace(ns)); err != nil {
+		return false, err
+	}
+	for i := range list.Items {
+		for _, rec := range claim.Records(&list.Items[i]) {
+			if rec.ID == id {
+				return true, nil
+			}
+		}
+	}
+	return false, nil
 }

@@ -19,12 +19,17 @@ import (
 // members its claim records (status.claims) name that are proven its own:
 // labelled by a pool of its namespace, and named as a member not yet claimed,
 // as the Sandbox's service, or as set aside by it (never another Sandbox's).
-// For a service of specs with neither, a claim lost with the status is looked
-// for (recover). The services with a member reserved this pass have neither.
-func (r *Reconciler) ours(ctx context.Context, sb *sandboxv1.Sandbox, specs []host.Service, reserved map[string]host.Member) ([]dd.ContainerSummary, map[string]claim.Record, error) {
+// For a service of specs with neither (no record, or one naming a member that
+// is gone), a claim lost with the status is looked for (recover) on creds'
+// proof. The services with a member reserved this pass have neither.
+func (r *Reconciler) ours(ctx context.Context, sb *sandboxv1.Sandbox, specs []host.Service, creds *credentials) ([]dd.ContainerSummary, map[string]claim.Record, error) {
 	cs, err := r.Driver.List(ctx, uidSelector(sb))
 	if err != nil {
 		return nil, nil, err
+	}
+	var reserved map[string]host.Member
+	if creds != nil {
+		reserved = creds.reserved
 	}
 	claims := r.claims.Of(sb)
 	// Note: a member reserved this pass is claimed by its service, not observed.
@@ -40,7 +45,7 @@ func (r *Reconciler) ours(ctx context.Context, sb *sandboxv1.Sandbox, specs []ho
 	if err != nil {
 		return nil, nil, err
 	}
-	r.recover(ctx, sb, lost, members, claims)
+	r.recover(ctx, sb, inSecret(unserved(specs, cs, members, claims), creds), members, claims)
 	for _, m := range members {
 		e := m.Labels[host.LabelEngine]
 		name := serviceContainerName(sb, e)
@@ -66,10 +71,35 @@ func unrecorded(specs []host.Service, cs []dd.ContainerSummary, claims map[strin
 	return out
 }
 
+// unserved are the services of specs with no container of the Sandbox's UID
+// and no member its claim records among members: the ones whose claim may have
+// been lost (its record lost with the status, or replaced by a claim that met
+// the member holding the service's name).
+func unserved(specs []host.Service, cs, members []dd.ContainerSummary, claims map[string]claim.Record) []host.Service {
+	var out []host.Service
+	for _, s := range unrecorded(specs, cs, nil) {
+		rec, recorded := claims[s.Engine.Name()]
+		if !recorded || !slices.ContainsFunc(members, func(m dd.ContainerSummary) bool { return m.ID == rec.ID }) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// inSecret keeps the services of specs whose password creds read from the
+// Sandbox's own Secret: the only proof a lost claim is recovered on.
+func inSecret(specs []host.Service, creds *credentials) []host.Service {
+	if creds == nil {
+		return nil
+	}
+	return slices.DeleteFunc(specs, func(s host.Service) bool { return !creds.inSecret[s.Engine.Name()] })
+}
+
 // recover finds the claims lost with the status (restored, or rewritten): the
 // pool member named as the service's container, labelled by a pool of the
-// Sandbox's namespace and an instance this manager judges, proven by provenLost. Such a claim is
-// recorded again; nothing else is taken for the Sandbox's.
+// Sandbox's namespace and an instance this manager judges, that this Sandbox
+// claimed (provenLost). Such a claim is recorded again; nothing else is taken
+// for the Sandbox's, and never another Sandbox's member, whatever its agentID.
 func (r *Reconciler) recover(ctx context.Context, sb *sandboxv1.Sandbox, lost []host.Service, members []dd.ContainerSummary, claims map[string]claim.Record) {
 	for _, s := range lost {
 		e := s.Engine.Name()
@@ -84,7 +114,7 @@ func (r *Reconciler) recover(ctx context.Context, sb *sandboxv1.Sandbox, lost []
 		if err != nil {
 			continue
 		}
-		if !r.provenLost(ctx, sb, s, c) {
+		if !r.provenLost(ctx, s, c) {
 			continue
 		}
 		rec := claim.Record{ID: c.ID, Credentials: host.CredentialsHash(s.Password)}
@@ -94,20 +124,20 @@ func (r *Reconciler) recover(ctx context.Context, sb *sandboxv1.Sandbox, lost []
 		}
 		claims[e] = rec
 		r.Recorder.Eventf(sb, nil, corev1.EventTypeNormal, sandboxv1.EventClaimRecovered, sandboxv1.ActionReconcile,
-			"%s: the claim of pool member %s, lost with the status, was found again (it answers to the Sandbox's password)", e, c.Name)
+			"%s: the claim of pool member %s, lost with the status, was found again (it answers to the password of the Sandbox's Secret)", e, c.Name)
 	}
 }
 
-// provenLost says whether c, named as s's container, is the Sandbox's: it answers
-// to the Sandbox's password, which only a claim by this Sandbox gave it, or
-// still to its own member password, never handed to anyone (a claim cut short
-// between its rename and its rotation, which this finishes).
-func (r *Reconciler) provenLost(ctx context.Context, sb *sandboxv1.Sandbox, s host.Service, c dd.Container) bool {
-	addr := host.Address(c, s.Network)
-	if passed, _ := r.Host.Probe(ctx, s, c, addr); passed {
-		return true
-	}
-	passed, _ := r.rotateClaimed(ctx, serviceWork{sb: sb, svc: s}, c, addr)
+// provenLost says whether c, named as s's container, is the Sandbox's own
+// claim: it answers to s's password, read from the Sandbox's own Secret
+// (controlled by its UID: another UID's is a SecretConflict), which only a
+// claim by this Sandbox gave it (a rotation, or a reservation the Secret was
+// made with). Never on what the manager derives for any Sandbox of this
+// agentID (the name, a member's own password): a claim cut short before its
+// rotation is this Sandbox's by its record only, and, that lost too, a
+// leftover the sweep reaps.
+func (r *Reconciler) provenLost(ctx context.Context, s host.Service, c dd.Container) bool {
+	passed, _ := r.Host.Probe(ctx, s, c, host.Address(c, s.Network))
 	return passed
 }
 

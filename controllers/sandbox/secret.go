@@ -36,6 +36,10 @@ type credentials struct {
 	// beside the reserved members' renames; made waits for it.
 	pending chan error
 	err     error
+	// inSecret are the engines whose password was read from the Sandbox's
+	// own Secret (controlled by its UID), not made or derived this pass: a
+	// member answering to one was claimed by this Sandbox (see provenLost).
+	inSecret map[string]bool
 }
 
 // made waits for the Secret's create when it runs beside the pass, and says
@@ -67,7 +71,7 @@ func (r *Reconciler) ensureSecret(ctx context.Context, sb *sandboxv1.Sandbox) (*
 	if exists && !metav1.IsControlledBy(secret, sb) {
 		return nil, errSecretConflict{name: key.Name}
 	}
-	creds := &credentials{passwords: map[string]string{}, secret: secret}
+	creds := &credentials{passwords: map[string]string{}, secret: secret, inSecret: map[string]bool{}}
 	var kept map[string]string
 	if !exists && sb.Status.SecretName == "" {
 		if creds.reserved, kept, err = r.reserve(ctx, sb); err != nil {
@@ -91,7 +95,9 @@ func (r *Reconciler) ensureSecret(ctx context.Context, sb *sandboxv1.Sandbox) (*
 			creds.passwords[e.Name()] = pw
 			continue
 		}
-		if creds.passwords[e.Name()] = string(stored[e.PasswordKey()]); creds.passwords[e.Name()] == "" {
+		creds.passwords[e.Name()] = string(stored[e.PasswordKey()])
+		creds.inSecret[e.Name()] = exists && creds.passwords[e.Name()] != ""
+		if creds.passwords[e.Name()] == "" {
 			if creds.passwords[e.Name()], err = engine.NewPassword(); err != nil {
 				r.unreserve(ctx, creds.reserved)
 				return nil, err

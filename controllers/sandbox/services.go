@@ -15,6 +15,7 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
+	"github.com/roboco-sandbox/sandbox-controller/internal/chaosplant"
 	dd "github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver"
 	"github.com/roboco-sandbox/sandbox-controller/internal/host"
 	"github.com/roboco-sandbox/sandbox-controller/internal/kit"
@@ -45,7 +46,7 @@ func (r *Reconciler) reconcileServices(ctx context.Context, sb *sandboxv1.Sandbo
 			return ctrl.Result{RequeueAfter: kit.Jitter(kit.StalledRecheck)}, nil
 		}
 	}
-	ours, claims, err := r.ours(ctx, sb, specs, creds.reserved)
+	ours, claims, err := r.ours(ctx, sb, specs, creds)
 	if err != nil {
 		dockerDown(sb, err, retryLater(ctx))
 		return ctrl.Result{}, nil
@@ -78,6 +79,9 @@ func (r *Reconciler) reconcileServices(ctx context.Context, sb *sandboxv1.Sandbo
 	}
 	if err := creds.made(); err != nil {
 		return ctrl.Result{}, err // Note: its members renamed stay recorded; the next pass makes it (renamedClaims).
+	}
+	if slices.ContainsFunc(results, func(res serviceResult) bool { return res.claimedReserved }) {
+		chaosplant.CrashAfter(chaosplant.AfterClaimRenamed)
 	}
 	wasReady, oldConditions := isReady(sb), conditionReasons(sb)
 	summarize(sb, results)

@@ -2,6 +2,8 @@ package sweep
 
 import (
 	"context"
+	"maps"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -10,7 +12,6 @@ import (
 	"github.com/roboco-sandbox/sandbox-controller/internal/chaosplant"
 	"github.com/roboco-sandbox/sandbox-controller/internal/claim"
 	dd "github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver"
-	"github.com/roboco-sandbox/sandbox-controller/internal/engine"
 	"github.com/roboco-sandbox/sandbox-controller/internal/host"
 )
 
@@ -20,10 +21,14 @@ const orphanPool = "pool"
 // +kubebuilder:rbac:groups=sandbox.roboco.io,resources=sandboxpools,verbs=get;list;watch
 
 // planPools adds this instance's pool members that nothing live owns: an
-// unclaimed member whose pool is gone, a claimed one that no live Sandbox of its
-// namespace has recorded, nor names as its service's container (one whose record
-// was lost finds it again). Members are listed before the objects, as in plan: a
-// pool or a claim made after the list cannot be mistaken for gone.
+// unclaimed member whose pool is gone, and a claimed one that no live Sandbox
+// of its namespace records (status.claims, written before the rename), whoever
+// else has its agentID: its data is never served to another. A claimed member
+// is reaped once the grace period has passed since it was first seen
+// unrecorded: a Sandbox whose status was lost, and whose Secret the member
+// answers to, records it again meanwhile (see docs/pools.md). Members are
+// listed before the objects, as in plan: a pool or a claim made after the list
+// cannot be mistaken for gone.
 func (r *Reconciler) planPools(ctx context.Context, p *sweepPlan, all []dd.ContainerSummary) error {
 	var members []dd.ContainerSummary
 	for _, c := range all {
@@ -32,6 +37,7 @@ func (r *Reconciler) planPools(ctx context.Context, p *sweepPlan, all []dd.Conta
 		}
 	}
 	if len(members) == 0 {
+		r.rememberUnowned(nil, p.now)
 		return nil
 	}
 	pools, err := r.livePools(ctx)
@@ -50,10 +56,14 @@ func (r *Reconciler) planPools(ctx context.Context, p *sweepPlan, all []dd.Conta
 		}
 	}
 	unowned, err := r.unowned(ctx, claimedOnes)
-	for _, m := range unowned {
-		p.consider(m, orphanPool, m.CreatedAt)
+	if err != nil {
+		return err
 	}
-	return err
+	since := r.rememberUnowned(unowned, p.now)
+	for _, m := range unowned {
+		p.consider(m, orphanPool, since[m.ID])
+	}
+	return nil
 }
 
 // livePools lists, live from the API server, the UIDs of the pools that exist.
@@ -70,10 +80,14 @@ func (r *Reconciler) livePools(ctx context.Context) (map[string]bool, error) {
 	return pools, nil
 }
 
-// unowned are the claimed members no Sandbox of their namespace owns: judged on
-// the cache first (cheap, and a claim it shows is one), then, for those it shows
-// unowned, on a live list of their namespace (the cache may lag behind a claim).
+// unowned are the claimed members no live Sandbox records: judged on the
+// cache first (cheap, and a claim it shows is one), then, for those it shows
+// unrecorded, on a live list of their namespace (the cache may lag behind a
+// claim).
 func (r *Reconciler) unowned(ctx context.Context, ms []dd.ContainerSummary) ([]dd.ContainerSummary, error) {
+	if chaosplant.Active(chaosplant.SweepIgnoresClaims) {
+		return ms, nil
+	}
 	byNamespace := map[string][]dd.ContainerSummary{}
 	for _, m := range ms {
 		byNamespace[m.Labels[host.LabelNamespace]] = append(byNamespace[m.Labels[host.LabelNamespace]], m)
@@ -83,9 +97,9 @@ func (r *Reconciler) unowned(ctx context.Context, ms []dd.ContainerSummary) ([]d
 		for _, reader := range []client.Reader{r.Cache, r.APIReader} {
 			var list sandboxv1.SandboxList
 			if err := reader.List(ctx, &list, client.InNamespace(ns)); err != nil {
-				return out, err
+				return nil, err
 			}
-			if members = withoutOwner(members, list.Items); len(members) == 0 {
+			if members = withoutRecord(members, list.Items); len(members) == 0 {
 				break
 			}
 		}
@@ -94,31 +108,38 @@ func (r *Reconciler) unowned(ctx context.Context, ms []dd.ContainerSummary) ([]d
 	return out, nil
 }
 
-// withoutOwner keeps the members no Sandbox of sandboxes records, nor names as
-// its service's container.
-func withoutOwner(members []dd.ContainerSummary, sandboxes []sandboxv1.Sandbox) []dd.ContainerSummary {
-	if chaosplant.Active(chaosplant.SweepIgnoresClaims) {
-		return members
-	}
-	recorded, named := map[string]bool{}, map[string]bool{}
+// withoutRecord keeps the members no Sandbox of sandboxes records.
+func withoutRecord(members []dd.ContainerSummary, sandboxes []sandboxv1.Sandbox) []dd.ContainerSummary {
+	recorded := map[string]bool{}
 	for i := range sandboxes {
-		sb := &sandboxes[i]
-		for _, rec := range claim.Records(sb) {
+		for _, rec := range claim.Records(&sandboxes[i]) {
 			recorded[rec.ID] = true
-		}
-		for _, svc := range sb.Spec.Services {
-			if e, ok := engine.Lookup(string(svc.Engine)); ok {
-				named[engine.ContainerName(e, sb.Spec.AgentID)] = true
-			}
 		}
 	}
 	var out []dd.ContainerSummary
 	for _, m := range members {
-		if !recorded[m.ID] && !named[m.Name] {
+		if !recorded[m.ID] {
 			out = append(out, m)
 		}
 	}
 	return out
+}
+
+// rememberUnowned keeps when each claimed member of unowned was first seen
+// unowned, and forgets the others; it returns those times by member ID.
+// Note: in memory, as ownerMissing: a restart only lengthens the wait.
+func (r *Reconciler) rememberUnowned(unowned []dd.ContainerSummary, now time.Time) map[string]time.Time {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	seen := make(map[string]time.Time, len(unowned))
+	for _, m := range unowned {
+		seen[m.ID] = now
+		if at, ok := r.unownedSince[m.ID]; ok {
+			seen[m.ID] = at
+		}
+	}
+	r.unownedSince = seen
+	return maps.Clone(seen)
 }
 
 // withLabels keeps the containers carrying every label of selector.

@@ -85,6 +85,9 @@ type Reconciler struct {
 	// Note: Docker keeps no time for a container that is gone, so this one lives
 	// in memory; a restart can only lengthen the window, never shorten it.
 	ownerMissing map[string]time.Time
+	// unownedSince is when each claimed pool member nothing owns was first
+	// seen so (in memory for the same reason).
+	unownedSince map[string]time.Time
 }
 
 // +kubebuilder:rbac:groups=sandbox.roboco.io,resources=sandboxes,verbs=get;list;watch

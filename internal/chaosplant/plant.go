@@ -14,9 +14,8 @@ const (
 	PasswordOnRestart = "password-on-restart"
 	// IdentitySkipped: a Sandbox bound to one Docker host is worked on another.
 	IdentitySkipped = "identity-skipped"
-	// SweepIgnoresClaims: the orphan sweep reads no claim (neither the
-	// records nor the service names they agree with), so a claimed member,
-	// which keeps its pool's labels, is an orphan to it.
+	// SweepIgnoresClaims: the orphan sweep reads no claim record, so a
+	// claimed member, which keeps its pool's labels, is an orphan to it.
 	SweepIgnoresClaims = "sweep-ignores-claims"
 	// IdentityKeptOnRedial: a host's identity proof outlives what should end
 	// it (a redial to a changed endpoint, a lost event stream), so the host is
@@ -38,7 +37,9 @@ const (
 	AfterClaimRecorded = "claim-recorded"
 	// AfterClaimSecret: the Secret is made with a reserved member's password
 	// (the member's rename runs beside it: done or not).
-	AfterClaimSecret  = "claim-secret"
+	AfterClaimSecret = "claim-secret"
+	// AfterClaimRenamed: a reserved member renamed and its Secret made, the
+	// pass not yet reported.
 	AfterClaimRenamed = "claim-renamed"
 	// AfterClaimRenamedNoSecret: a reserved member renamed, its Secret's
 	// create held back (Hold), so never made.

@@ -48,7 +48,6 @@ func (h *Host) Claim(ctx context.Context, svc Service, m Member) (Claimed, error
 		return out, fmt.Errorf("renaming pool member %s: %w", m.Name, err)
 	}
 	out.Renamed = true
-	chaosplant.CrashAfter(chaosplant.AfterClaimRenamed)
 	chaosplant.CrashAfter(chaosplant.AfterClaimRenamedNoSecret)
 	if svc.Password != m.Password {
 		if detail := h.Rotate(ctx, svc, m.ID, m.Password, m.Address); detail != "" {
