@@ -167,13 +167,18 @@ func gone(sb *sandboxv1.Sandbox) func() bool {
 
 // eventReasons lists the reasons of the events about a Sandbox (or a pool).
 func eventReasons(obj client.Object) func() []string {
+	return eventsAbout(obj, func(e eventsv1.Event) string { return e.Reason })
+}
+
+// eventsAbout lists what pick reads of each event about obj.
+func eventsAbout(obj client.Object, pick func(eventsv1.Event) string) func() []string {
 	return func() []string {
 		var list eventsv1.EventList
 		Expect(k8sClient.List(ctx, &list, client.InNamespace(obj.GetNamespace()))).To(Succeed())
 		var out []string
 		for _, e := range list.Items {
 			if e.Regarding.Name == obj.GetName() {
-				out = append(out, e.Reason)
+				out = append(out, pick(e))
 			}
 		}
 		return out

@@ -45,17 +45,7 @@ func deleteHost(name string, forced bool) {
 
 // eventMessages lists the notes of the events about obj.
 func eventMessages(obj client.Object) func() []string {
-	return func() []string {
-		var list eventsv1.EventList
-		Expect(k8sClient.List(ctx, &list, client.InNamespace(obj.GetNamespace()))).To(Succeed())
-		var out []string
-		for _, e := range list.Items {
-			if e.Regarding.Name == obj.GetName() {
-				out = append(out, e.Note)
-			}
-		}
-		return out
-	}
+	return eventsAbout(obj, func(e eventsv1.Event) string { return e.Note })
 }
 
 func poolGone(p *sandboxv1.SandboxPool) func() bool {
