@@ -165,6 +165,27 @@ func TestRecountDropsRecordedEntries(t *testing.T) {
 	}
 }
 
+// A recount that would only drop a few recorded entries writes nothing: an
+// admission (a claim) costs no second quota write.
+func TestRecountLeavesFewRecordedEntries(t *testing.T) {
+	c := newClient(t, quotaOf("q", sandboxv1.QuotaAmounts{Sandboxes: ptr.To[int32](100)}))
+	var objects []Object
+	for i := range doneEntriesKept {
+		r := sandboxReq(fmt.Sprint("s", i), "64Mi")
+		admit(t, c, r)
+		objects = append(objects, Object{UID: r.UID, Recorded: recorded(r)})
+	}
+	q := get(t, c, "q")
+	if changed, err := Recount(q, objects, func(sandboxv1.QuotaAdmission) (bool, error) { return false, nil }); err != nil || changed {
+		t.Fatalf("recount of %d recorded entries: changed %v, %v", doneEntriesKept, changed, err)
+	}
+	// One gone changes used: the recount writes, dropping every done entry.
+	if changed, _ := Recount(q, objects[1:], func(sandboxv1.QuotaAdmission) (bool, error) { return true, nil }); !changed ||
+		len(q.Status.Admitted) != 0 || q.Status.Summary != fmt.Sprintf("sandboxes %d/100", doneEntriesKept-1) {
+		t.Fatalf("after one went: %d entries, %q", len(q.Status.Admitted), q.Status.Summary)
+	}
+}
+
 // Entries written by an earlier release (one per admitted object, its status
 // recording none) count each object once after an upgrade.
 func TestRecountCountsEarlierEntriesOnce(t *testing.T) {

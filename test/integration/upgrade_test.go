@@ -135,7 +135,8 @@ func previousQuota(t *testing.T, cp *controlPlane, sb *sandboxv1.Sandbox) *sandb
 }
 
 // countedOnce: after the upgrade the quota counts sb once, at what sb's own
-// status now records, and keeps no entry for it.
+// status now records (the earlier release's entry, recorded, may stay until
+// the quota's figures change).
 func countedOnce(t *testing.T, cp *controlPlane, q *sandboxv1.SandboxQuota, sb *sandboxv1.Sandbox) {
 	t.Helper()
 	got, cur := &sandboxv1.SandboxQuota{}, &sandboxv1.Sandbox{}
@@ -145,7 +146,7 @@ func countedOnce(t *testing.T, cp *controlPlane, q *sandboxv1.SandboxQuota, sb *
 			return false
 		}
 		u := got.Status.Used
-		return len(got.Status.Admitted) == 0 && u.Sandboxes != nil && *u.Sandboxes == 1 && u.Memory != nil &&
+		return len(got.Status.Admitted) <= 1 && u.Sandboxes != nil && *u.Sandboxes == 1 && u.Memory != nil &&
 			u.Memory.Cmp(*cur.Status.Admitted.Memory) == 0
 	})
 	t.Logf("quota after the upgrade: %s", got.Status.Summary)
