@@ -20,12 +20,15 @@ const stuckAfter = 10 * time.Minute
 // Passes tracks the passes in flight, for the liveness check.
 type Passes struct {
 	stuckAfter time.Duration
+	now        func() time.Time // the clock; a test's own in tests
 	mu         sync.Mutex
 	next       uint64
 	running    map[uint64]time.Time
 }
 
-func NewPasses() *Passes { return &Passes{stuckAfter: stuckAfter, running: map[uint64]time.Time{}} }
+func NewPasses() *Passes {
+	return &Passes{stuckAfter: stuckAfter, now: time.Now, running: map[uint64]time.Time{}}
+}
 
 // Wrap counts every pass of r.
 func (p *Passes) Wrap(r reconcile.Reconciler) reconcile.Reconciler {
@@ -33,7 +36,7 @@ func (p *Passes) Wrap(r reconcile.Reconciler) reconcile.Reconciler {
 		p.mu.Lock()
 		id := p.next
 		p.next++
-		p.running[id] = time.Now()
+		p.running[id] = p.now()
 		p.mu.Unlock()
 		defer func() {
 			p.mu.Lock()
@@ -49,7 +52,7 @@ func (p *Passes) Check(*http.Request) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, started := range p.running {
-		if ran := time.Since(started); ran > p.stuckAfter {
+		if ran := p.now().Sub(started); ran > p.stuckAfter {
 			return fmt.Errorf("a Sandbox pass has run for %s (more than %s): the manager is wedged", ran.Round(time.Second), p.stuckAfter)
 		}
 	}
