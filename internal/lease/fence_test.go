@@ -15,26 +15,32 @@ import (
 // A replica that stops renewing (frozen, partitioned) must stop changing the
 // host before its Lease can be another's: the fence refuses once the Lease is
 // older than Duration minus RetryPeriod by the replica's own clock.
+// The last renewal is set in the past rather than waited for, with margins of
+// minutes on either side of the bound, so no load on the machine moves it.
 func TestFenceRefusesOnceTheLeaseMayBeAnothers(t *testing.T) {
-	table := NewTable(Config{Namespace: "ns", Identity: "me", Duration: 300 * time.Millisecond, RetryPeriod: 100 * time.Millisecond}, nil, nil)
+	const duration, retry, margin = time.Hour, 10 * time.Minute, time.Minute
+	table := NewTable(Config{Namespace: "ns", Identity: "me", Duration: duration, RetryPeriod: retry}, nil, nil)
 	host := fake.New()
 	host.AddImage("img", fake.Image{})
 	f := Fenced{Driver: host, Holds: func() bool { return table.Holds("h") }}
 	ctx := context.Background()
+	create := func(name string) error {
+		_, err := f.CreateContainer(ctx, dd.ContainerSpec{Name: name, Image: "img", OwnerLabel: "test", Labels: map[string]string{"test": "fence"}})
+		return err
+	}
 
-	if _, err := f.CreateContainer(ctx, dd.ContainerSpec{Name: "before", Image: "img", OwnerLabel: "test", Labels: map[string]string{"test": "fence"}}); !errors.Is(err, errNotHolder) {
+	if err := create("before"); !errors.Is(err, errNotHolder) {
 		t.Fatalf("create without the Lease: %v, want errNotHolder", err)
 	}
-	table.keep("h", &coordv1.Lease{}, time.Now())
-	if _, err := f.CreateContainer(ctx, dd.ContainerSpec{Name: "held", Image: "img", OwnerLabel: "test", Labels: map[string]string{"test": "fence"}}); err != nil {
-		t.Fatalf("create while holding the Lease: %v", err)
+	table.keep("h", &coordv1.Lease{}, time.Now().Add(-(duration - retry - margin)))
+	if err := create("held"); err != nil {
+		t.Fatalf("create with the Lease renewed a minute short of Duration - RetryPeriod ago: %v", err)
 	}
-	time.Sleep(250 * time.Millisecond) // past Duration - RetryPeriod without a renewal
+	// No renewal since Duration - RetryPeriod: another replica may take it a
+	// RetryPeriod from now, so this one acts no more.
+	table.keep("h", &coordv1.Lease{}, time.Now().Add(-(duration - retry)))
 	for name, call := range map[string]func() error{
-		"create": func() error {
-			_, err := f.CreateContainer(ctx, dd.ContainerSpec{Name: "late", Image: "img", OwnerLabel: "test", Labels: map[string]string{"test": "fence"}})
-			return err
-		},
+		"create": func() error { return create("late") },
 		"remove": func() error { return f.Remove(ctx, "held", time.Second) },
 		"rename": func() error { return f.Rename(ctx, "held", "moved") },
 		"exec":   func() error { _, err := f.Exec(ctx, "held", dd.ExecSpec{Cmd: []string{"true"}}); return err },
