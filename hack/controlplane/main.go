@@ -36,78 +36,115 @@ func main() {
 }
 
 func run() error {
-	var assets, kubeconfig, stateDir string
-	var crds stringList
-	// Note: a flag set of our own; controller-runtime registers --kubeconfig on the default one.
-	fs := flag.NewFlagSet("controlplane", flag.ExitOnError)
-	fs.StringVar(&assets, "assets", os.Getenv("KUBEBUILDER_ASSETS"),
-		"folder holding kube-apiserver, kube-controller-manager and etcd (default $KUBEBUILDER_ASSETS, else the newest bin/k8s/*)")
-	fs.StringVar(&kubeconfig, "kubeconfig", "", "where to write the admin kubeconfig (required)")
-	fs.StringVar(&stateDir, "state-dir", "", "folder for etcd's data and the API server's certificates, emptied at start (default: temporary, removed on stop)")
-	fs.Var(&crds, "crds", "a folder of CRD manifests to install at start (repeatable; default none)")
-	fs.Usage = func() {
-		_, _ = fmt.Fprintf(fs.Output(), "Usage: controlplane --kubeconfig PATH [flags]\n\n")
-		fs.PrintDefaults()
+	f, err := parseFlags()
+	if err != nil {
+		return err
 	}
-	_ = fs.Parse(os.Args[1:])
-	if kubeconfig == "" {
-		fs.Usage()
-		return errors.New("--kubeconfig is required")
-	}
-	if assets == "" {
-		found, _ := filepath.Glob(filepath.Join("bin", "k8s", "*", "kube-apiserver"))
-		sort.Strings(found)
-		if len(found) == 0 {
-			return errors.New("no kube-apiserver under bin/k8s: run hack/build-envtest.sh (make envtest), or pass --assets")
-		}
-		assets = filepath.Dir(found[len(found)-1])
-	}
-
-	te := &envtest.Environment{
-		BinaryAssetsDirectory: assets,
-		CRDDirectoryPaths:     crds,
-		ErrorIfCRDPathMissing: true,
-	}
-	if stateDir != "" {
-		etcdDir, certDir := filepath.Join(stateDir, "etcd"), filepath.Join(stateDir, "apiserver")
-		for _, d := range []string{etcdDir, certDir} {
-			// Note: every start is a fresh cluster; envtest panics on a previous
-			// run's certificates.
-			if err := os.RemoveAll(d); err != nil {
-				return err
-			}
-			if err := os.MkdirAll(d, 0o700); err != nil {
-				return err
-			}
-		}
-		te.ControlPlane.Etcd = &envtest.Etcd{DataDir: etcdDir}
-		te.ControlPlane.APIServer = &envtest.APIServer{CertDir: certDir}
+	te, err := environment(f)
+	if err != nil {
+		return err
 	}
 	// Note: the signal handler is in place before the processes start, so a stop
 	// that arrives during start-up still stops them.
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 
+	kcm, err := startAll(ctx, te, f)
+	if err != nil {
+		return err
+	}
+	<-ctx.Done()
+	return stopAll(te, kcm, f.kubeconfig)
+}
+
+// flags are the command line's settings.
+type flags struct {
+	assets, kubeconfig, stateDir string
+	crds                         stringList
+}
+
+func parseFlags() (flags, error) {
+	var f flags
+	// Note: a flag set of our own; controller-runtime registers --kubeconfig on the default one.
+	fs := flag.NewFlagSet("controlplane", flag.ExitOnError)
+	fs.StringVar(&f.assets, "assets", os.Getenv("KUBEBUILDER_ASSETS"),
+		"folder holding kube-apiserver, kube-controller-manager and etcd (default $KUBEBUILDER_ASSETS, else the newest bin/k8s/*)")
+	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "where to write the admin kubeconfig (required)")
+	fs.StringVar(&f.stateDir, "state-dir", "", "folder for etcd's data and the API server's certificates, emptied at start (default: temporary, removed on stop)")
+	fs.Var(&f.crds, "crds", "a folder of CRD manifests to install at start (repeatable; default none)")
+	fs.Usage = func() {
+		_, _ = fmt.Fprintf(fs.Output(), "Usage: controlplane --kubeconfig PATH [flags]\n\n")
+		fs.PrintDefaults()
+	}
+	_ = fs.Parse(os.Args[1:])
+	if f.kubeconfig == "" {
+		fs.Usage()
+		return f, errors.New("--kubeconfig is required")
+	}
+	if f.assets == "" {
+		found, _ := filepath.Glob(filepath.Join("bin", "k8s", "*", "kube-apiserver"))
+		sort.Strings(found)
+		if len(found) == 0 {
+			return f, errors.New("no kube-apiserver under bin/k8s: run hack/build-envtest.sh (make envtest), or pass --assets")
+		}
+		f.assets = filepath.Dir(found[len(found)-1])
+	}
+	return f, nil
+}
+
+// environment is the envtest control plane the flags ask for, its state folder
+// emptied.
+func environment(f flags) (*envtest.Environment, error) {
+	te := &envtest.Environment{
+		BinaryAssetsDirectory: f.assets,
+		CRDDirectoryPaths:     f.crds,
+		ErrorIfCRDPathMissing: true,
+	}
+	if f.stateDir == "" {
+		return te, nil
+	}
+	etcdDir, certDir := filepath.Join(f.stateDir, "etcd"), filepath.Join(f.stateDir, "apiserver")
+	for _, d := range []string{etcdDir, certDir} {
+		// Note: every start is a fresh cluster; envtest panics on a previous
+		// run's certificates.
+		if err := os.RemoveAll(d); err != nil {
+			return nil, err
+		}
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return nil, err
+		}
+	}
+	te.ControlPlane.Etcd = &envtest.Etcd{DataDir: etcdDir}
+	te.ControlPlane.APIServer = &envtest.APIServer{CertDir: certDir}
+	return te, nil
+}
+
+// startAll starts etcd, kube-apiserver and kube-controller-manager and writes
+// the kubeconfig; on a failure it stops what it had started.
+func startAll(ctx context.Context, te *envtest.Environment, f flags) (*controlplane.ControllerManager, error) {
 	t0 := time.Now()
 	cfg, err := start(te)
 	if err != nil {
 		_ = te.Stop()
-		return fmt.Errorf("starting etcd and kube-apiserver from %s: %w", assets, err)
+		return nil, fmt.Errorf("starting etcd and kube-apiserver from %s: %w", f.assets, err)
 	}
-	kcm, err := controlplane.StartControllerManager(ctx, te, assets, kcmLog(stateDir))
+	kcm, err := controlplane.StartControllerManager(ctx, te, f.assets, kcmLog(f.stateDir))
 	if err != nil {
 		_ = te.Stop()
-		return err
+		return nil, err
 	}
-	if err := writeFileAtomic(kubeconfig, te.KubeConfig); err != nil {
+	if err := writeFileAtomic(f.kubeconfig, te.KubeConfig); err != nil {
 		_ = kcm.Stop()
 		_ = te.Stop()
-		return fmt.Errorf("writing the kubeconfig: %w", err)
+		return nil, fmt.Errorf("writing the kubeconfig: %w", err)
 	}
 	fmt.Printf("control plane up in %s: API server %s, kubeconfig %s (pid %d; SIGTERM stops it)\n",
-		time.Since(t0).Round(100*time.Millisecond), cfg.Host, kubeconfig, os.Getpid())
+		time.Since(t0).Round(100*time.Millisecond), cfg.Host, f.kubeconfig, os.Getpid())
+	return kcm, nil
+}
 
-	<-ctx.Done()
+// stopAll removes the kubeconfig and stops the three processes.
+func stopAll(te *envtest.Environment, kcm *controlplane.ControllerManager, kubeconfig string) error {
 	fmt.Println("stopping the control plane")
 	_ = os.Remove(kubeconfig)
 	if err := kcm.Stop(); err != nil {
