@@ -40,6 +40,22 @@ func (c contract) createRefusesCPUs(t *testing.T) {
 func (c contract) createReportsSpec(t *testing.T) {
 	d, env, ctx := c.setup(t, Config{})
 	net := env.Network(t)
+	s := reportsSpec(env, net)
+	got := mustCreate(t, ctx, d, s)
+	checkReported(t, "CreateContainer", s, net, got)
+	byName, err := d.Inspect(ctx, s.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkReported(t, "Inspect(name)", s, net, byName)
+	byID, err := d.Inspect(ctx, got.ID)
+	if err != nil || byID.ID != got.ID {
+		t.Fatalf("Inspect(id) = %q, %v", byID.ID, err)
+	}
+}
+
+// reportsSpec sets every field of a spec that a container reports back.
+func reportsSpec(env Env, net string) dd.ContainerSpec {
 	s := spec(env, "inspect", Script{Sleep: Forever})
 	s.Labels["sandbox.roboco.io/engine"] = "postgres"
 	s.Env = map[string]string{"SANDBOX_FOO": "bar", "SANDBOX_EMPTY": ""}
@@ -51,63 +67,66 @@ func (c contract) createReportsSpec(t *testing.T) {
 	s.Aliases = []string{"db-" + randomHex(4)}
 	s.CapAdd = []string{"CHOWN", "SETUID"}
 	s.Log = dd.LogLimits{MaxSize: "1m", MaxFiles: 2}
+	return s
+}
 
-	got := mustCreate(t, ctx, d, s)
-	check := func(where string, got dd.Container) {
-		t.Helper()
-		if got.ID == "" || got.Name != s.Name || got.Image != s.Image {
-			t.Errorf("%s: id %q name %q image %q, want name %q image %q", where, got.ID, got.Name, got.Image, s.Name, s.Image)
-		}
-		if got.State != dd.StateRunning || got.StartedAt.IsZero() || got.CreatedAt.IsZero() || !got.FinishedAt.IsZero() {
-			t.Errorf("%s: state %q created %v started %v finished %v, want running", where, got.State, got.CreatedAt, got.StartedAt, got.FinishedAt)
-		}
-		for k, v := range s.Labels {
-			if got.Labels[k] != v {
-				t.Errorf("%s: label %s = %q, want %q", where, k, got.Labels[k], v)
-			}
-		}
-		for _, kv := range []string{"SANDBOX_FOO=bar", "SANDBOX_EMPTY="} {
-			if !slices.Contains(got.Env, kv) {
-				t.Errorf("%s: env %v lacks %q", where, got.Env, kv)
-			}
-		}
-		if !slices.Equal(got.Cmd, s.Cmd) {
-			t.Errorf("%s: cmd %q, want %q", where, got.Cmd, s.Cmd)
-		}
-		if !maps.Equal(got.Tmpfs, s.Tmpfs) {
-			t.Errorf("%s: tmpfs %v, want %v", where, got.Tmpfs, s.Tmpfs)
-		}
-		if got.MemoryBytes != s.MemoryBytes || got.NanoCPUs != s.NanoCPUs || got.PidsLimit != s.PidsLimit {
-			t.Errorf("%s: memory %d cpus %d pids %d, want %d %d %d", where,
-				got.MemoryBytes, got.NanoCPUs, got.PidsLimit, s.MemoryBytes, s.NanoCPUs, s.PidsLimit)
-		}
-		if got.Privileged || !slices.Contains(got.SecurityOpt, dd.SecurityOptNoNewPrivileges) || got.RestartPolicy != "no" || len(got.PublishedPorts) > 0 {
-			t.Errorf("%s: privileged %v securityOpt %v restart %q ports %v, want unprivileged, no-new-privileges, no restart, no ports",
-				where, got.Privileged, got.SecurityOpt, got.RestartPolicy, got.PublishedPorts)
-		}
-		if got.MemorySwapBytes != s.MemoryBytes {
-			t.Errorf("%s: memory+swap %d, want %d (no swap)", where, got.MemorySwapBytes, s.MemoryBytes)
-		}
-		if !slices.Equal(got.CapDrop, []string{dd.CapAll}) || !slices.Equal(got.CapAdd, s.CapAdd) {
-			t.Errorf("%s: capabilities dropped %v added %v, want %v and %v", where, got.CapDrop, got.CapAdd, []string{dd.CapAll}, s.CapAdd)
-		}
-		if got.LogDriver != dd.LogDriverJSONFile || got.Log != s.Log {
-			t.Errorf("%s: log %s %+v, want %s %+v", where, got.LogDriver, got.Log, dd.LogDriverJSONFile, s.Log)
-		}
-		ep, ok := got.Networks[net]
-		if !ok || ep.IPAddress == "" || !slices.Contains(ep.Aliases, s.Aliases[0]) {
-			t.Errorf("%s: networks %+v, want %s with an IP and alias %s", where, got.Networks, net, s.Aliases[0])
+// checkReported: a container reports (where: on create or inspect) what its spec s asked for.
+func checkReported(t *testing.T, where string, s dd.ContainerSpec, net string, got dd.Container) {
+	t.Helper()
+	checkReportedProcess(t, where, s, got)
+	checkReportedHardening(t, where, s, got)
+	ep, ok := got.Networks[net]
+	if !ok || ep.IPAddress == "" || !slices.Contains(ep.Aliases, s.Aliases[0]) {
+		t.Errorf("%s: networks %+v, want %s with an IP and alias %s", where, got.Networks, net, s.Aliases[0])
+	}
+}
+
+// checkReportedProcess: the name, image, state, labels, environment, command and tmpfs.
+func checkReportedProcess(t *testing.T, where string, s dd.ContainerSpec, got dd.Container) {
+	t.Helper()
+	if got.ID == "" || got.Name != s.Name || got.Image != s.Image {
+		t.Errorf("%s: id %q name %q image %q, want name %q image %q", where, got.ID, got.Name, got.Image, s.Name, s.Image)
+	}
+	if got.State != dd.StateRunning || got.StartedAt.IsZero() || got.CreatedAt.IsZero() || !got.FinishedAt.IsZero() {
+		t.Errorf("%s: state %q created %v started %v finished %v, want running", where, got.State, got.CreatedAt, got.StartedAt, got.FinishedAt)
+	}
+	for k, v := range s.Labels {
+		if got.Labels[k] != v {
+			t.Errorf("%s: label %s = %q, want %q", where, k, got.Labels[k], v)
 		}
 	}
-	check("CreateContainer", got)
-	byName, err := d.Inspect(ctx, s.Name)
-	if err != nil {
-		t.Fatal(err)
+	for _, kv := range []string{"SANDBOX_FOO=bar", "SANDBOX_EMPTY="} {
+		if !slices.Contains(got.Env, kv) {
+			t.Errorf("%s: env %v lacks %q", where, got.Env, kv)
+		}
 	}
-	check("Inspect(name)", byName)
-	byID, err := d.Inspect(ctx, got.ID)
-	if err != nil || byID.ID != got.ID {
-		t.Fatalf("Inspect(id) = %q, %v", byID.ID, err)
+	if !slices.Equal(got.Cmd, s.Cmd) {
+		t.Errorf("%s: cmd %q, want %q", where, got.Cmd, s.Cmd)
+	}
+	if !maps.Equal(got.Tmpfs, s.Tmpfs) {
+		t.Errorf("%s: tmpfs %v, want %v", where, got.Tmpfs, s.Tmpfs)
+	}
+}
+
+// checkReportedHardening: the limits, privileges, capabilities and log settings.
+func checkReportedHardening(t *testing.T, where string, s dd.ContainerSpec, got dd.Container) {
+	t.Helper()
+	if got.MemoryBytes != s.MemoryBytes || got.NanoCPUs != s.NanoCPUs || got.PidsLimit != s.PidsLimit {
+		t.Errorf("%s: memory %d cpus %d pids %d, want %d %d %d", where,
+			got.MemoryBytes, got.NanoCPUs, got.PidsLimit, s.MemoryBytes, s.NanoCPUs, s.PidsLimit)
+	}
+	if got.Privileged || !slices.Contains(got.SecurityOpt, dd.SecurityOptNoNewPrivileges) || got.RestartPolicy != "no" || len(got.PublishedPorts) > 0 {
+		t.Errorf("%s: privileged %v securityOpt %v restart %q ports %v, want unprivileged, no-new-privileges, no restart, no ports",
+			where, got.Privileged, got.SecurityOpt, got.RestartPolicy, got.PublishedPorts)
+	}
+	if got.MemorySwapBytes != s.MemoryBytes {
+		t.Errorf("%s: memory+swap %d, want %d (no swap)", where, got.MemorySwapBytes, s.MemoryBytes)
+	}
+	if !slices.Equal(got.CapDrop, []string{dd.CapAll}) || !slices.Equal(got.CapAdd, s.CapAdd) {
+		t.Errorf("%s: capabilities dropped %v added %v, want %v and %v", where, got.CapDrop, got.CapAdd, []string{dd.CapAll}, s.CapAdd)
+	}
+	if got.LogDriver != dd.LogDriverJSONFile || got.Log != s.Log {
+		t.Errorf("%s: log %s %+v, want %s %+v", where, got.LogDriver, got.Log, dd.LogDriverJSONFile, s.Log)
 	}
 }
 

@@ -1,6 +1,7 @@
 package drivertest
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -164,36 +165,8 @@ func (c contract) preparedExec(t *testing.T) {
 	wantKind(t, err, dd.ErrInvalid)
 	p.Close()
 
-	t.Run("abandoned", func(t *testing.T) {
-		p, err := d.PrepareExec(ctx, s.Name, dd.ExecSpec{Cmd: quick})
-		if err != nil {
-			t.Fatal(err)
-		}
-		p.Close()
-		_, err = p.Run(ctx, nil)
-		wantKind(t, err, dd.ErrInvalid)
-		if r, err := d.Exec(ctx, s.Name, dd.ExecSpec{Cmd: quick}); err != nil || r.Stdout != "ok\n" {
-			t.Errorf("Exec after Close = %+v, %v; want ok", r, err)
-		}
-	})
-
-	t.Run("its container gone", func(t *testing.T) {
-		gone := spec(env, "exec-prepared-gone", Script{Sleep: Forever})
-		mustCreate(t, ctx, d, gone)
-		p, err := d.PrepareExec(ctx, gone.Name, dd.ExecSpec{Cmd: quick})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !p.Held() {
-			t.Error("a prepared exec not run is not held")
-		}
-		if err := d.Remove(ctx, gone.Name, time.Second); err != nil {
-			t.Fatal(err)
-		}
-		eventually(t, 10*time.Second, "the exec no longer held", func() (bool, string) { return !p.Held(), "held" })
-		_, err = p.Run(ctx, nil)
-		wantKind(t, err, dd.ErrNotRun)
-	})
+	t.Run("abandoned", func(t *testing.T) { preparedAbandoned(t, ctx, d, s.Name, quick) })
+	t.Run("its container gone", func(t *testing.T) { preparedContainerGone(t, ctx, d, env, quick) })
 
 	t.Run("bad variable name", func(t *testing.T) {
 		p, err := d.PrepareExec(ctx, s.Name, dd.ExecSpec{Cmd: quick})
@@ -204,18 +177,55 @@ func (c contract) preparedExec(t *testing.T) {
 		_, err = p.Run(ctx, map[string]string{"1X": "y"})
 		wantKind(t, err, dd.ErrInvalid)
 	})
-	t.Run("timeout from Run, then busy", func(t *testing.T) {
-		slow := env.Command(Script{Sleep: 20 * time.Second})
-		p, err := d.PrepareExec(ctx, s.Name, dd.ExecSpec{Cmd: slow, Timeout: 500 * time.Millisecond})
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, err = p.Run(ctx, nil)
-		wantKind(t, err, dd.ErrTimeout)
-		_, err = d.Exec(ctx, s.Name, dd.ExecSpec{Cmd: quick})
-		wantKind(t, err, dd.ErrBusy)
-		_, err = d.PrepareExec(ctx, s.Name, dd.ExecSpec{Cmd: quick})
-		wantKind(t, err, dd.ErrBusy)
-	})
+	t.Run("timeout from Run, then busy", func(t *testing.T) { preparedTimeout(t, ctx, d, env, s.Name, quick) })
+}
 
+// preparedAbandoned: a prepared exec closed never runs, and leaves its container free.
+func preparedAbandoned(t *testing.T, ctx context.Context, d dd.Driver, name string, quick []string) {
+	p, err := d.PrepareExec(ctx, name, dd.ExecSpec{Cmd: quick})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Close()
+	_, err = p.Run(ctx, nil)
+	wantKind(t, err, dd.ErrInvalid)
+	if r, err := d.Exec(ctx, name, dd.ExecSpec{Cmd: quick}); err != nil || r.Stdout != "ok\n" {
+		t.Errorf("Exec after Close = %+v, %v; want ok", r, err)
+	}
+}
+
+// preparedContainerGone: a prepared exec whose container is removed is held no
+// more, and does not run.
+func preparedContainerGone(t *testing.T, ctx context.Context, d dd.Driver, env Env, quick []string) {
+	gone := spec(env, "exec-prepared-gone", Script{Sleep: Forever})
+	mustCreate(t, ctx, d, gone)
+	p, err := d.PrepareExec(ctx, gone.Name, dd.ExecSpec{Cmd: quick})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !p.Held() {
+		t.Error("a prepared exec not run is not held")
+	}
+	if err := d.Remove(ctx, gone.Name, time.Second); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, "the exec no longer held", func() (bool, string) { return !p.Held(), "held" })
+	_, err = p.Run(ctx, nil)
+	wantKind(t, err, dd.ErrNotRun)
+}
+
+// preparedTimeout: a prepared exec that outlives its timeout fails with
+// ErrTimeout, and the command it left running keeps its container busy.
+func preparedTimeout(t *testing.T, ctx context.Context, d dd.Driver, env Env, name string, quick []string) {
+	slow := env.Command(Script{Sleep: 20 * time.Second})
+	p, err := d.PrepareExec(ctx, name, dd.ExecSpec{Cmd: slow, Timeout: 500 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = p.Run(ctx, nil)
+	wantKind(t, err, dd.ErrTimeout)
+	_, err = d.Exec(ctx, name, dd.ExecSpec{Cmd: quick})
+	wantKind(t, err, dd.ErrBusy)
+	_, err = d.PrepareExec(ctx, name, dd.ExecSpec{Cmd: quick})
+	wantKind(t, err, dd.ErrBusy)
 }

@@ -39,27 +39,11 @@ func (c contract) pullShared(t *testing.T) {
 	release := reg.Hold(t, ref)
 
 	const callers = 3
-	var (
-		wg       sync.WaitGroup
-		mu       sync.Mutex
-		attached = map[int]bool{}
-		last     = map[int]dd.PullProgress{}
-		shared   int
-		errs     = make([]error, callers)
-	)
-	pull := func(ctx context.Context, i int) error {
-		return d.PullImage(ctx, ref, func(p dd.PullProgress) {
-			mu.Lock()
-			defer mu.Unlock()
-			if !attached[i] && p.Shared {
-				shared++
-			}
-			attached[i] = true
-			last[i] = p
-		})
-	}
+	s := &sharedPull{d: d, ref: ref, attached: map[int]bool{}, last: map[int]dd.PullProgress{}}
+	var wg sync.WaitGroup
+	errs := make([]error, callers)
 	for i := range callers {
-		wg.Go(func() { errs[i] = pull(ctx, i) })
+		wg.Go(func() { errs[i] = s.pull(ctx, i) })
 		if i == 0 {
 			// The first caller's pull must reach the registry before the
 			// others join, or they could all be "first".
@@ -68,24 +52,7 @@ func (c contract) pullShared(t *testing.T) {
 			})
 		}
 	}
-	// A caller that gives up must not take the pull down with it.
-	quitter, quit := context.WithCancel(ctx)
-	quitErr := make(chan error, 1)
-	go func() { quitErr <- pull(quitter, callers) }()
-	eventually(t, 15*time.Second, "all callers attached", func() (bool, string) {
-		mu.Lock()
-		defer mu.Unlock()
-		return len(attached) == callers+1, fmt.Sprint(attached)
-	})
-	quit()
-	select {
-	case err := <-quitErr:
-		if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), ref) {
-			t.Errorf("cancelled caller got %v, want context.Canceled naming %s", err, ref)
-		}
-	case <-time.After(5 * time.Second):
-		t.Errorf("cancelled caller still waiting")
-	}
+	s.quitterLeaves(t, ctx, callers)
 	release()
 	wg.Wait()
 	for i, err := range errs {
@@ -96,15 +63,58 @@ func (c contract) pullShared(t *testing.T) {
 	if n := reg.Pulls(ref); n != 1 {
 		t.Errorf("registry served %d pulls of %s, want 1 shared pull", n, ref)
 	}
-	if want := callers; shared != want { // callers 1..n-1 and the quitter
-		t.Errorf("%d callers were told they joined a shared pull, want %d", shared, want)
+	if want := callers; s.shared != want { // callers 1..n-1 and the quitter
+		t.Errorf("%d callers were told they joined a shared pull, want %d", s.shared, want)
 	}
-	t.Logf("last progress of the first caller: %+v", last[0])
-	if p := last[0]; p.Ref != ref || p.Layers == 0 || p.LayersDone != p.Layers {
+	t.Logf("last progress of the first caller: %+v", s.last[0])
+	if p := s.last[0]; p.Ref != ref || p.Layers == 0 || p.LayersDone != p.Layers {
 		t.Errorf("last progress %+v: want all layers of %s done", p, ref)
 	}
 	if ok, err := d.ImagePresent(ctx, ref); err != nil || !ok {
 		t.Errorf("ImagePresent after the pull = %v, %v; want true", ok, err)
+	}
+}
+
+// sharedPull is what the callers of one pull were told, by caller.
+type sharedPull struct {
+	d        dd.Driver
+	ref      string
+	mu       sync.Mutex
+	attached map[int]bool
+	last     map[int]dd.PullProgress
+	shared   int // callers told, on their first progress, that they joined a pull
+}
+
+func (s *sharedPull) pull(ctx context.Context, i int) error {
+	return s.d.PullImage(ctx, s.ref, func(p dd.PullProgress) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if !s.attached[i] && p.Shared {
+			s.shared++
+		}
+		s.attached[i] = true
+		s.last[i] = p
+	})
+}
+
+// quitterLeaves: a caller that gives up must not take the pull down with it.
+func (s *sharedPull) quitterLeaves(t *testing.T, ctx context.Context, callers int) {
+	quitter, quit := context.WithCancel(ctx)
+	quitErr := make(chan error, 1)
+	go func() { quitErr <- s.pull(quitter, callers) }()
+	eventually(t, 15*time.Second, "all callers attached", func() (bool, string) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return len(s.attached) == callers+1, fmt.Sprint(s.attached)
+	})
+	quit()
+	select {
+	case err := <-quitErr:
+		if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), s.ref) {
+			t.Errorf("cancelled caller got %v, want context.Canceled naming %s", err, s.ref)
+		}
+	case <-time.After(5 * time.Second):
+		t.Errorf("cancelled caller still waiting")
 	}
 }
 
