@@ -287,6 +287,3 @@ func (r *Reconciler) Enqueue(key types.NamespacedName) {
 	sb.Namespace, sb.Name = key.Namespace, key.Name
 	r.requeue <- event.TypedGenericEvent[*sandboxv1.Sandbox]{Object: sb}
 }
-
-// ownerName is the owner container recorded on the service containers.
-func (r *Reconciler) ownerName(sb *sandboxv1.Sandbox) string { return r.Options.OwnerName(sb) }
