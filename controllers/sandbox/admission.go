@@ -3,21 +3,31 @@ package sandbox
 import (
 	"context"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
-	"github.com/roboco-sandbox/sandbox-controller/internal/capacity"
+	"github.com/roboco-sandbox/sandbox-controller/internal/admission"
 	"github.com/roboco-sandbox/sandbox-controller/internal/kit"
-	"github.com/roboco-sandbox/sandbox-controller/internal/quota"
 )
 
+// +kubebuilder:rbac:groups=sandbox.roboco.io,resources=sandboxpolicies,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
+// +kubebuilder:rbac:groups=sandbox.roboco.io,resources=dockerhosts,verbs=get;list;watch
+// +kubebuilder:rbac:groups=sandbox.roboco.io,resources=dockerhosts/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=sandbox.roboco.io,resources=sandboxquotas,verbs=get;list;watch
+// +kubebuilder:rbac:groups=sandbox.roboco.io,resources=sandboxquotas/status,verbs=get;update;patch
+
+// quotaRecheck is how often a Sandbox waiting for quota looks again besides on
+// its quotas' changes (a freed entry re-queues the next in line at once).
+const quotaRecheck = admission.QuotaRecheck
+
 // verdict is what admission said of a pass: go on (why ""), or refused, with
-// its reason (Unschedulable, QuotaExceeded) and words; retry: look again soon
-// (a conflict), nothing judged.
+// its reason (PolicyViolation, Unschedulable, QuotaExceeded) and words; retry:
+// look again soon (a conflict), nothing judged.
 type verdict struct {
+	admission.Verdict
 	result      ctrl.Result
 	reason, why string
 	retry       bool
@@ -25,79 +35,33 @@ type verdict struct {
 
 // held: sb made something, and what its spec asks beyond what it was admitted
 // to was refused: what runs stays as it is (holding).
-func (v verdict) held(sb *sandboxv1.Sandbox, r *Reconciler) bool {
-	return v.why != "" && quota.RecordedSandbox(r.Options, sb) != nil
+func (v verdict) held(*sandboxv1.Sandbox, *Reconciler) bool {
+	return v.why != "" && !v.Waiting
 }
 
-// admission judges what sb's spec asks against its Docker host and its
-// namespace's SandboxQuotas, on every pass, before anything of it is made or
-// grown: only what takes more than it was admitted to (status.admitted) is
-// judged, so the common pass reads nothing. What passes is recorded in
-// sb.Status.Admitted (written with the pass's status, no write of its own).
+// admission judges what sb's spec asks against its namespace's policies (until
+// it made something: spec.dockerHost, set by the author, skips placement, which
+// enforces them), its Docker host and its namespace's SandboxQuotas, on every
+// pass, before anything of it is made or grown: only what takes more than it
+// was admitted to (status.admitted) is judged, so the common pass reads
+// nothing. What passes is recorded in sb.Status.Admitted (written with the
+// pass's status, no write of its own).
 func (r *Reconciler) admission(ctx context.Context, sb *sandboxv1.Sandbox) (verdict, error) {
-	need, recorded := quota.OfSandbox(r.Options, sb), quota.RecordedSandbox(r.Options, sb)
-	if recorded != nil && sb.Status.Admitted == nil {
-		sb.Status.Admitted = recorded.Admitted() // made by an earlier release: counted at its demand
+	g := admission.Gate{Client: r.Client, API: r.APIReader, Options: r.Options, Host: r.Scope.Name}
+	v, err := g.Admit(ctx, admission.ForSandbox(r.Options, sb))
+	if v.Admitted != nil {
+		sb.Status.Admitted = v.Admitted
 	}
-	v, err := r.admittedOnHost(ctx, sb, need, recorded)
-	if err != nil || v.retry || v.why != "" {
-		return v, err
-	}
-	if v, err = r.admit(ctx, sb, need, recorded); err != nil || v.retry || v.why != "" {
-		return v, err
-	}
-	sb.Status.Admitted = need.Admitted()
-	return verdict{}, nil
+	return verdict{Verdict: v, result: ctrl.Result{RequeueAfter: v.Recheck()}, reason: v.Reason(), why: v.Why(), retry: v.Retry}, err
 }
 
-// admittedOnHost holds sb to its host's cordon, capacity and deletion for what
-// it asks beyond what it was admitted to. Placement checks them for the
-// Sandboxes it places; spec.dockerHost, set by the author, skips placement
-// (unlike a pod's spec.nodeName, which skips every check the scheduler makes).
-// What already runs stays: a cordon or a deletion evicts nothing.
-func (r *Reconciler) admittedOnHost(ctx context.Context, sb *sandboxv1.Sandbox, need quota.Amounts, recorded *quota.Amounts) (verdict, error) {
-	a := capacity.Admission{Client: r.Client, API: r.APIReader, Cache: r.Client, Options: r.Options}
-	req := capacity.Request{Key: sb.Namespace + "/" + sb.Name, UID: string(sb.UID), Need: hostDemand(need)}
-	if recorded != nil {
-		d := hostDemand(*recorded)
-		req.Admitted = &d
-	}
-	why, err := a.Admit(ctx, r.Scope.Name, req, sb.Status.Conditions)
-	switch {
-	case apierrors.IsConflict(err):
-		return verdict{retry: true, result: ctrl.Result{RequeueAfter: kit.ConflictRetry}}, nil
-	case err != nil:
-		return verdict{}, err
-	case why == "":
-		return verdict{}, nil
-	}
-	return verdict{reason: sandboxv1.ReasonUnschedulable, why: why, result: ctrl.Result{RequeueAfter: kit.Jitter(hostRecheck)}}, nil
-}
-
-// hostDemand is what amounts take of a host.
-func hostDemand(a quota.Amounts) capacity.Demand {
-	return capacity.OfAdmitted(a.Admitted())
-}
-
-// admit holds sb's room under its namespace's SandboxQuotas for what it asks
-// beyond what it was admitted to.
-func (r *Reconciler) admit(ctx context.Context, sb *sandboxv1.Sandbox, need quota.Amounts, recorded *quota.Amounts) (verdict, error) {
-	v, err := quota.Admit(ctx, r.Client, r.APIReader, quota.Request{Namespace: sb.Namespace, Name: sb.Name, Kind: "Sandbox",
-		UID: sb.UID, Unit: need, Count: 1, Recorded: recorded, Hold: true})
-	switch {
-	case apierrors.IsConflict(err):
-		return verdict{retry: true, result: ctrl.Result{RequeueAfter: kit.ConflictRetry}}, nil
-	case err != nil:
-		return verdict{}, err
-	case v.Admitted == 1:
-		return verdict{}, nil
-	}
-	return verdict{reason: sandboxv1.ReasonQuotaExceeded, why: v.Why, result: ctrl.Result{RequeueAfter: kit.Jitter(quotaRecheck)}}, nil
-}
-
-// wait says sb waits to be admitted (it made nothing yet): for its host, as
-// Unschedulable, or for room, as QuotaExceeded.
+// wait says sb waits to be admitted (it made nothing yet): for its namespace's
+// policy, Stalled; for its host, as Unschedulable; or for room, as QuotaExceeded.
 func (v verdict) wait(sb *sandboxv1.Sandbox) {
+	if v.reason == sandboxv1.ReasonPolicyViolation {
+		stallAll(sb, v.reason, v.why)
+		return
+	}
 	sb.Status.ObservedGeneration = sb.Generation
 	waitingFor := map[string]string{sandboxv1.ReasonUnschedulable: "waiting for its Docker host: ", sandboxv1.ReasonQuotaExceeded: "waiting for quota: "}
 	kit.SetCondition(sb, sandboxv1.ConditionReady, metav1.ConditionFalse, v.reason, v.why)

@@ -4,6 +4,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	"github.com/roboco-sandbox/sandbox-controller/internal/class"
 	"github.com/roboco-sandbox/sandbox-controller/internal/kit"
 	"github.com/roboco-sandbox/sandbox-controller/internal/poolkey"
 )
@@ -41,6 +42,9 @@ func (r *Reconciler) defaults(mgr ctrl.Manager) error {
 	r.Recorder = kit.Bounded(r.Recorder)
 	if r.MaxConcurrentReconciles == 0 {
 		r.MaxConcurrentReconciles = 16
+	}
+	if r.Class == nil {
+		r.Class = class.New(r.Options, r.Client, r.APIReader, r.Driver)
 	}
 	return nil
 }

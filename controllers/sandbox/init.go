@@ -1,101 +1,18 @@
 package sandbox
 
 import (
-	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"fmt"
-	"maps"
-	"slices"
-	"strings"
-
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
-	dd "github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver"
-	"github.com/roboco-sandbox/sandbox-controller/internal/engine"
-	"github.com/roboco-sandbox/sandbox-controller/internal/host"
-	"github.com/roboco-sandbox/sandbox-controller/internal/index"
+	"github.com/roboco-sandbox/sandbox-controller/internal/class"
 	"github.com/roboco-sandbox/sandbox-controller/internal/kit"
 	"github.com/roboco-sandbox/sandbox-controller/internal/quota"
 )
 
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch
 
-// errInit says a service's init scripts cannot be had (their ConfigMap or
-// Secret missing, a key no engine runs, too many bytes): the Sandbox waits,
-// InitFailed, until they change.
-type errInit struct{ msg string }
-
-func (e errInit) Error() string { return e.msg }
-
-// initFileMode: the scripts are read by the engine's own user.
-const initFileMode = 0o444
-
-// withInit adds svc's init scripts to the container spec (files under
-// engine.InitDir, their hash as host.LabelInit) and says which to run. The
-// scripts are read from the API server, not a cache: only their metadata is
-// watched (initSources).
-func (r *Reconciler) withInit(ctx context.Context, namespace string, svc sandboxv1.ServiceSpec, e engine.Engine, spec *dd.ContainerSpec) ([]string, error) {
-	if svc.Init == nil {
-		return nil, nil
-	}
-	data, source, err := r.initData(ctx, namespace, svc.Init)
-	if err != nil {
-		return nil, err
-	}
-	keys, other := engine.InitKeys(e, slices.Collect(maps.Keys(data)))
-	if other != "" {
-		return nil, errInit{fmt.Sprintf("%s: key %s is no init script: keys must end in %s (run by postgres, redis, mongo)",
-			source, other, strings.Join(engine.InitSuffixes(), ", "))}
-	}
-	_, most := r.Options.InitLimits()
-	h := sha256.New()
-	size := int64(0)
-	for _, k := range keys {
-		size += int64(len(data[k]))
-		spec.Files = append(spec.Files, dd.File{Path: engine.InitDir + k, Mode: initFileMode, Content: data[k]})
-		_, _ = fmt.Fprintf(h, "%s\x00%d\x00", k, len(data[k]))
-		h.Write(data[k])
-	}
-	if size > most {
-		return nil, errInit{fmt.Sprintf("%s: the %s scripts are %d bytes; the most allowed is %d (--init-max-bytes)", source, e.Name(), size, most)}
-	}
-	if len(keys) > 0 {
-		spec.Labels[host.LabelInit] = hex.EncodeToString(h.Sum(nil))[:16]
-	}
-	return keys, nil
-}
-
-// initData reads the ConfigMap's (or Secret's) data, and names it.
-func (r *Reconciler) initData(ctx context.Context, namespace string, init *sandboxv1.ServiceInit) (map[string][]byte, string, error) {
-	if ref := init.SecretRef; ref != nil {
-		s := &corev1.Secret{}
-		err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: namespace, Name: ref.Name}, s)
-		return s.Data, "Secret " + ref.Name, missing(err, "Secret "+ref.Name, namespace)
-	}
-	cm := &corev1.ConfigMap{}
-	name := init.ConfigMapRef.Name
-	err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, cm)
-	data := map[string][]byte{}
-	for k, v := range cm.Data {
-		data[k] = []byte(v)
-	}
-	maps.Copy(data, cm.BinaryData)
-	return data, "ConfigMap " + name, missing(err, "ConfigMap "+name, namespace)
-}
-
-func missing(err error, what, namespace string) error {
-	if apierrors.IsNotFound(err) {
-		return errInit{fmt.Sprintf("init: %s not found in namespace %s; the service starts once it exists", what, namespace)}
-	}
-	return err
-}
+// errInit says a service's init scripts cannot be had (class.InitError).
+type errInit = class.InitError
 
 // initUnusable says the init scripts cannot be had. A Sandbox that has not
 // started waits for them (Stalled, InitFailed); one that runs keeps running as
@@ -109,21 +26,4 @@ func initUnusable(sb *sandboxv1.Sandbox, msg string) {
 	sb.Status.ObservedGeneration = sb.Generation
 	kit.SetCondition(sb, sandboxv1.ConditionUpToDate, metav1.ConditionFalse, sandboxv1.ReasonInitFailed,
 		msg+"; its running services are kept as they are meanwhile")
-}
-
-// initSources maps a ConfigMap's change to the Sandboxes on this host whose
-// services' init names it.
-func (r *Reconciler) initSources(ctx context.Context, obj client.Object) []reconcile.Request {
-	var list sandboxv1.SandboxList
-	if err := r.List(ctx, &list, client.InNamespace(obj.GetNamespace()),
-		client.MatchingFields{index.InitConfigMap: obj.GetName()}); err != nil {
-		return nil
-	}
-	var out []reconcile.Request
-	for _, sb := range list.Items {
-		if sb.Spec.DockerHost == r.Scope.Name {
-			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&sb)})
-		}
-	}
-	return out
 }

@@ -33,7 +33,7 @@ func (r *Reconciler) reserve(ctx context.Context, sb *sandboxv1.Sandbox) (taken 
 	taken, recs := map[string]host.Member{}, map[string]claim.Record{}
 	for _, s := range sb.Spec.Services {
 		// Note: a service that does not resolve is reported by the pass.
-		svc, err := r.ResolveService(ctx, sb, s, "")
+		svc, err := r.Class.Sandbox(ctx, sb, s, "")
 		if err != nil || !r.mayClaim(serviceWork{sb: sb, svc: svc}) {
 			continue
 		}

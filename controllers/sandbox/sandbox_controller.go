@@ -28,8 +28,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
+	"github.com/roboco-sandbox/sandbox-controller/internal/admission"
 	"github.com/roboco-sandbox/sandbox-controller/internal/apiclock"
 	"github.com/roboco-sandbox/sandbox-controller/internal/claim"
+	"github.com/roboco-sandbox/sandbox-controller/internal/class"
 	dd "github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver"
 	"github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver/eventhub"
 	"github.com/roboco-sandbox/sandbox-controller/internal/host"
@@ -64,7 +66,7 @@ type Reconciler struct {
 	Events   *eventhub.Shared
 	Identity *host.Identity
 	Host     *host.Host
-	cpus     hostCPUs
+	Class    *class.Resolver // resolves its services, as its pools' members
 	requeue  chan event.TypedGenericEvent[*sandboxv1.Sandbox]
 	// own remembers this manager's Docker actions, whose events re-queue nothing.
 	own *ownActions
@@ -152,9 +154,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 // it is (its services are still observed and probed). before is the status the
 // pass's writes patch from.
 func (r *Reconciler) provision(ctx context.Context, before, sb *sandboxv1.Sandbox) (ctrl.Result, *credentials, error) {
-	if result, ok, err := r.allowedHere(ctx, sb); !ok || err != nil {
-		return result, nil, err
-	}
 	v, err := r.admission(ctx, sb)
 	switch {
 	case err != nil || v.retry:
@@ -232,17 +231,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 			UpdateFunc: func(event.UpdateEvent) bool { return false },
 		})).
 		WatchesRawSource(source.Channel(r.requeue, &handler.TypedEnqueueRequestForObject[*sandboxv1.Sandbox]{})).
-		// A SandboxPolicy changed may allow a pinned Sandbox's host.
-		Watches(&sandboxv1.SandboxPolicy{}, handler.EnqueueRequestsFromMapFunc(r.stalledByPolicy)).
-		// So may new labels on this host; its cordon lifted, capacity raised or
-		// freed admits the Sandboxes waiting for it.
-		Watches(&sandboxv1.DockerHost{}, handler.EnqueueRequestsFromMapFunc(r.waitingForHost), builder.WithPredicates(
-			predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetName() == r.Scope.Name }))).
-		// A ConfigMap of init scripts made or changed seeds its Sandboxes anew.
-		// Note: as metadata only; the scripts are read where they are needed.
-		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.initSources), builder.OnlyMetadata).
-		// A quota's room freed (or raised) admits the Sandboxes waiting for it.
-		Watches(&sandboxv1.SandboxQuota{}, handler.EnqueueRequestsFromMapFunc(r.waitingForQuota)).
+		// What waits on a policy, this host, a quota or an init ConfigMap.
+		WatchesRawSource(admission.Waiters{Reader: r.Client, Host: r.Scope.Name, Kind: admission.KindSandbox}.Watches(mgr.GetCache())).
 		// A Sandbox gone frees its names for the Sandboxes waiting for them.
 		Watches(&sandboxv1.Sandbox{}, handler.Funcs{DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 			for _, req := range r.sharingNames(ctx, e.Object) {
@@ -297,6 +287,3 @@ func (r *Reconciler) Enqueue(key types.NamespacedName) {
 	sb.Namespace, sb.Name = key.Namespace, key.Name
 	r.requeue <- event.TypedGenericEvent[*sandboxv1.Sandbox]{Object: sb}
 }
-
-// ownerName is the owner container recorded on the service containers.
-func (r *Reconciler) ownerName(sb *sandboxv1.Sandbox) string { return r.Options.OwnerName(sb) }

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
+	"github.com/roboco-sandbox/sandbox-controller/internal/class"
 	dd "github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver"
 	"github.com/roboco-sandbox/sandbox-controller/internal/engine"
 	"github.com/roboco-sandbox/sandbox-controller/internal/host"
@@ -124,7 +125,7 @@ func newServiceResult(w serviceWork) serviceResult {
 // settled: the running container already answered, with these features; nothing
 // to ask Docker.
 func settled(w serviceWork, currentID string) bool {
-	return w.prev.Ready && w.prev.ContainerID == currentID && slices.Equal(featureStrings(w.prev.Features), w.svc.Features)
+	return w.prev.Ready && w.prev.ContainerID == currentID && slices.Equal(class.FeatureStrings(w.prev.Features), w.svc.Features)
 }
 
 // recreateStopped waits out the restart backoff of a container that stopped, then

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
+	"github.com/roboco-sandbox/sandbox-controller/internal/class"
 	dd "github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver"
 	"github.com/roboco-sandbox/sandbox-controller/internal/host"
 )
@@ -28,7 +29,7 @@ func (r *Reconciler) probeService(ctx context.Context, w serviceWork, c dd.Conta
 		}
 	}
 	// Note: a claimed member's pool verified its features (they are its class).
-	featuresVerified := claimed || alreadyAnswered && slices.Equal(featureStrings(w.prev.Features), w.svc.Features)
+	featuresVerified := claimed || alreadyAnswered && slices.Equal(class.FeatureStrings(w.prev.Features), w.svc.Features)
 	if len(w.svc.Features) > 0 && !featuresVerified {
 		if msg := r.Host.Activate(ctx, w.svc, c, addr); msg != "" {
 			res.probes = part{reason: sandboxv1.ReasonFeatureVerifyFailed,

@@ -34,7 +34,7 @@ func (r *Reconciler) reconcileServices(ctx context.Context, sb *sandboxv1.Sandbo
 	specs := make([]host.Service, len(sb.Spec.Services))
 	for i, svc := range sb.Spec.Services {
 		var err error
-		if specs[i], err = r.ResolveService(ctx, sb, svc, creds.passwords[string(svc.Engine)]); errors.As(err, new(errInit)) {
+		if specs[i], err = r.Class.Sandbox(ctx, sb, svc, creds.passwords[string(svc.Engine)]); errors.As(err, new(errInit)) {
 			initUnusable(sb, err.Error())
 			return ctrl.Result{RequeueAfter: kit.Jitter(kit.StalledRecheck)}, nil
 		} else if err != nil {

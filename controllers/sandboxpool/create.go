@@ -55,7 +55,7 @@ func (p *Reconciler) createMember(ctx context.Context, pool *sandboxv1.SandboxPo
 	b := make([]byte, 8)
 	_, _ = rand.Read(b)
 	nonce := hex.EncodeToString(b)
-	svc, err := p.class(ctx, pool, poolkey.DerivePassword(key, nonce))
+	svc, err := p.Class.Member(ctx, pool, poolkey.DerivePassword(key, nonce))
 	if err != nil {
 		return err
 	}

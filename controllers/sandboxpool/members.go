@@ -34,35 +34,6 @@ type unwanted struct {
 	timedOut bool
 }
 
-// class resolves the pool's service as a Sandbox's would be, then makes it a
-// member: its own name-free labels, no alias (DNS knows no member by a service's
-// name), its LabelClass.
-func (p *Reconciler) class(ctx context.Context, pool *sandboxv1.SandboxPool, password string) (host.Service, error) {
-	sb := &sandboxv1.Sandbox{}
-	sb.Namespace, sb.Spec.AgentID, sb.Spec.Network = pool.Namespace, "pool", pool.Spec.Network
-	svc, err := p.Sandboxes.ResolveService(ctx, sb, pool.Spec.Service, password)
-	if err != nil {
-		return svc, err
-	}
-	if svc.Engine.Rotate("c").Argv == nil {
-		return svc, fmt.Errorf("%s cannot be pooled: its password cannot be rotated at claim", svc.Engine.Name())
-	}
-	svc.Container.Aliases = nil
-	// Note: a create retried after an unanswered one adopts its own member, by nonce.
-	svc.Container.OwnerLabel = host.LabelMember
-	svc.Container.Labels = map[string]string{
-		host.LabelNamespace: pool.Namespace,
-		host.LabelPool:      pool.Name,
-		host.LabelPoolUID:   string(pool.UID),
-		host.LabelEngine:    svc.Engine.Name(),
-		host.LabelInstance:  p.Options.Instance,
-		host.LabelFeatures:  host.FeaturesLabel(svc.Features),
-		host.LabelClass:     host.ClassHash(svc.Container),
-	}
-	svc.Container.Labels[host.LabelCredentials] = host.CredentialsHash(password)
-	return svc, nil
-}
-
 // list is every container made for the pool, claimed or not. Note: of any
 // instance: the pool's UID is this API server's, so what carries it is the
 // pool's whatever instance made it (an operator may rename --instance).

@@ -5,7 +5,6 @@ import (
 	"sync"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
@@ -15,11 +14,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
-	dd "github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver"
+	"github.com/roboco-sandbox/sandbox-controller/internal/admission"
+	"github.com/roboco-sandbox/sandbox-controller/internal/class"
 	"github.com/roboco-sandbox/sandbox-controller/internal/host"
 	"github.com/roboco-sandbox/sandbox-controller/internal/index"
 	"github.com/roboco-sandbox/sandbox-controller/internal/kit"
@@ -40,11 +39,15 @@ type Reconciler struct {
 	// API reads around the cache (a quota's current resourceVersion).
 	API      client.Reader
 	Recorder events.EventRecorder
-	// Sandboxes is the Sandbox side of the pool's host (Sandboxes).
-	Sandboxes Sandboxes
-	Options   options.Options
-	Host      *host.Host
-	Keys      *poolkey.Keys
+	// Class resolves the members' class as the host's Sandboxes' services
+	// are (the same operator settings and limits, so a member's class
+	// matches the Sandboxes that claim it); Identity proves which Docker
+	// host this is.
+	Class    *class.Resolver
+	Identity *host.Identity
+	Options  options.Options
+	Host     *host.Host
+	Keys     *poolkey.Keys
 	// Scope is the DockerHost whose pools this reconciler keeps.
 	Scope lease.Scope
 	// refills bounds the members starting across pools, so that refills
@@ -56,15 +59,6 @@ type Reconciler struct {
 	ready    map[string]readyMember // by member ID
 	failures map[types.UID]int
 	starts   map[types.UID]*startFailure
-}
-
-// Sandboxes is what a pool needs of the Sandbox side of its host: a service
-// resolved exactly as a Sandbox's is (the same operator settings and limits,
-// so a member's class matches the Sandboxes that claim it), and the proof of
-// which Docker host this is.
-type Sandboxes interface {
-	ResolveService(ctx context.Context, sb *sandboxv1.Sandbox, svc sandboxv1.ServiceSpec, password string) (host.Service, error)
-	ProveHost(ctx context.Context) (dd.HostIdentity, error)
 }
 
 // +kubebuilder:rbac:groups=sandbox.roboco.io,resources=sandboxpools,verbs=get;list;watch;update;patch
@@ -105,7 +99,7 @@ func (p *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 // says whether the manager talks to that host: on another, or on one it cannot
 // prove, it makes, removes and offers nothing.
 func (p *Reconciler) onHost(ctx context.Context, pool *sandboxv1.SandboxPool) (bool, time.Duration) {
-	current, err := p.Sandboxes.ProveHost(ctx)
+	current, err := p.Identity.Prove(ctx)
 	switch {
 	case err != nil:
 		kit.SetCondition(pool, sandboxv1.ConditionReady, metav1.ConditionFalse, kit.HostReason(err), "cannot prove which Docker host this is: "+err.Error())
@@ -129,7 +123,7 @@ func (p *Reconciler) fill(ctx context.Context, pool *sandboxv1.SandboxPool) (ctr
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	class, err := p.class(ctx, pool, "")
+	class, err := p.Class.Member(ctx, pool, "")
 	if err != nil {
 		poolStalled(pool, err.Error())
 		return ctrl.Result{RequeueAfter: kit.Jitter(kit.StalledRecheck)}, nil
@@ -145,29 +139,15 @@ func (p *Reconciler) fill(ctx context.Context, pool *sandboxv1.SandboxPool) (ctr
 	}
 	p.probeStarting(ctx, class, key, ms)
 	wanted := ms.missing
-	refused, err := p.allowedHere(ctx, pool, &ms)
+	v, err := p.admit(ctx, pool, &ms)
 	if err != nil {
 		return ctrl.Result{}, err
-	}
-	onHost, err := p.admittedOnHost(ctx, pool, &ms)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	overQuota := ""
-	if !onHost.retry {
-		if overQuota, err = p.admitMembers(ctx, pool, &ms, onHost.members); err != nil {
-			return ctrl.Result{}, err
-		}
 	}
 	created, err := p.create(ctx, pool, key, ms)
 	p.offer(pool, class, key, ms)
 	setPoolStatus(pool, ms, created)
-	onHost.say(pool)
-	if overQuota != "" {
-		poolQuotaExceeded(pool, overQuota)
-	}
-	if refused != "" {
-		poolPolicyViolation(pool, refused)
+	say(pool, v)
+	if v.Policy != "" {
 		return ctrl.Result{RequeueAfter: kit.Jitter(kit.StalledRecheck)}, nil
 	}
 	p.reportStarts(pool)
@@ -274,16 +254,8 @@ func (p *Reconciler) SetupWithManager(mgr ctrl.Manager, refills int) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&sandboxv1.SandboxPool{}, builder.WithPredicates(index.BoundToHost(p.Scope.Name))).
 		WatchesRawSource(source.Channel(p.requeue, &handler.TypedEnqueueRequestForObject[*sandboxv1.SandboxPool]{})).
-		// A SandboxPolicy changed may allow a pinned pool's host.
-		Watches(&sandboxv1.SandboxPolicy{}, handler.EnqueueRequestsFromMapFunc(p.stalledByPolicy)).
-		// So may new labels on this host; its cordon lifted, capacity raised or
-		// freed lets the pools waiting for it fill.
-		Watches(&sandboxv1.DockerHost{}, handler.EnqueueRequestsFromMapFunc(p.waitingForHost), builder.WithPredicates(
-			predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetName() == p.Scope.Name }))).
-		// A ConfigMap of init scripts made or changed: members seeded anew (metadata only).
-		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(p.initSources), builder.OnlyMetadata).
-		// A quota's room freed (or raised) lets the pools waiting for it fill.
-		Watches(&sandboxv1.SandboxQuota{}, handler.EnqueueRequestsFromMapFunc(p.waitingForQuota)).
+		// What waits on a policy, this host, a quota or an init ConfigMap.
+		WatchesRawSource(admission.Waiters{Reader: p.Client, Host: p.Scope.Name, Kind: admission.KindPool}.Watches(mgr.GetCache())).
 		WithOptions(kit.Paced(p.Scope.Options(2))).
 		WithLogConstructor(lease.HostLogger(mgr, "sandboxpool", p.Scope.Name)).
 		Named("sandboxpool").

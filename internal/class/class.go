@@ -1,4 +1,9 @@
-package sandbox
+// Package class resolves what a service is to run as on a Docker host: its
+// engine, image, limits, network, container and init scripts, for a Sandbox
+// (Sandbox) and for a warm pool's members (Member) alike, so that a member's
+// class matches the Sandboxes that claim it: the same operator settings, the
+// same limits, the same container but for who it serves (its name and labels).
+package class
 
 import (
 	"cmp"
@@ -9,6 +14,7 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/api/resource"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
 	dd "github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver"
@@ -18,14 +24,33 @@ import (
 	"github.com/roboco-sandbox/sandbox-controller/internal/policy"
 )
 
-// ResolveService validates a service against the registry, the operator's limits
-// and the Docker host's, and builds the container it needs.
-func (r *Reconciler) ResolveService(ctx context.Context, sb *sandboxv1.Sandbox, svc sandboxv1.ServiceSpec, password string) (host.Service, error) {
+// Resolver resolves the services of one Docker host's Sandboxes and pools.
+type Resolver struct {
+	Options options.Options
+	// Cache reads the SandboxPolicies (a service's networks); API reads the
+	// init scripts, around the cache (only their metadata is watched).
+	Cache, API client.Reader
+	// Driver tells the host's CPU count, the ceiling of a service's cpu.
+	Driver dd.Driver
+	cpus   hostCPUs
+}
+
+// New is the resolver of the Docker host behind driver.
+func New(o options.Options, cache, api client.Reader, driver dd.Driver) *Resolver {
+	return &Resolver{Options: o, Cache: cache, API: api, Driver: driver}
+}
+
+// Service validates svc against the registry, the operator's limits and the
+// Docker host's, and builds the container it needs in namespace on the network
+// it asks ("": the default): no name, and of the labels only those of the
+// class (engine, instance, features, credentials, version, init). Who it
+// serves is added by Sandbox or Member.
+func (r *Resolver) Service(ctx context.Context, namespace, network string, svc sandboxv1.ServiceSpec, password string) (host.Service, error) {
 	e, ok := engine.Lookup(string(svc.Engine))
 	if !ok {
 		return host.Service{}, fmt.Errorf("unknown engine %q; engines: %s", svc.Engine, strings.Join(engine.Names(), ", "))
 	}
-	features := featureStrings(svc.Features)
+	features := FeatureStrings(svc.Features)
 	// Note: the CRD already refused these; the engine checks again because the
 	// allowlist is the security boundary.
 	if err := engine.CheckFeatures(e, features); err != nil {
@@ -37,11 +62,11 @@ func (r *Reconciler) ResolveService(ctx context.Context, sb *sandboxv1.Sandbox, 
 	}
 	// Note: the namespace's SandboxPolicies, when any selects it, say which
 	// networks it may use instead of --allowed-networks.
-	allowed, err := policy.For(ctx, r.Client, sb.Namespace)
+	allowed, err := policy.For(ctx, r.Cache, namespace)
 	if err != nil {
 		return host.Service{}, err
 	}
-	network, err := allowed.Network(r.Options, sb.Spec.Network)
+	joined, err := allowed.Network(r.Options, network)
 	if err != nil {
 		return host.Service{}, err
 	}
@@ -49,36 +74,30 @@ func (r *Reconciler) ResolveService(ctx context.Context, sb *sandboxv1.Sandbox, 
 	if err != nil {
 		return host.Service{}, err
 	}
-	spec := r.containerSpec(sb, e, password, features, network)
+	spec := r.containerSpec(e, password, features, joined)
 	spec.Image = images.For(features)
 	// Note: the default asked for by name is the default: the same container.
 	if svc.Version != "" && svc.Version != r.Options.DefaultVersion(e) {
 		spec.Labels[host.LabelVersion] = svc.Version
 	}
 	spec.MemoryBytes, spec.NanoCPUs = memory, cpu
-	initKeys, err := r.withInit(ctx, sb.Namespace, svc, e, &spec)
+	initKeys, err := r.withInit(ctx, namespace, svc, e, &spec)
 	if err != nil {
 		return host.Service{}, err
 	}
-	spec.Labels[host.LabelConfigHash] = host.Fingerprint(spec)
-	chosen := host.Chosen{Network: sb.Spec.Network != ""}
+	chosen := host.Chosen{Network: network != ""}
 	if res := svc.Resources; res != nil {
 		chosen.Memory, chosen.CPU = res.Memory != nil, res.CPU != nil
 	}
 	perScript, _ := r.Options.InitLimits()
-	return host.Service{Engine: e, Features: features, Network: network, Password: password,
+	return host.Service{Engine: e, Features: features, Network: joined, Password: password,
 		ProbeDeadline: r.Options.ProbeDeadline(e), Container: spec, Chosen: chosen, Images: images,
 		Init: initKeys, InitPerScript: perScript, Version: cmp.Or(svc.Version, r.Options.DefaultVersion(e))}, nil
 }
 
-// ProveHost proves which Docker host the reconciler drives.
-func (r *Reconciler) ProveHost(ctx context.Context) (dd.HostIdentity, error) {
-	return r.Identity.Prove(ctx)
-}
-
 // limits are the service's memory (bytes) and CPU (nano-CPUs) after the operator's
 // defaults and maxima, within what Docker and the host accept.
-func (r *Reconciler) limits(ctx context.Context, e engine.Engine, res *sandboxv1.ServiceResources) (memoryBytes, nanoCPUs int64, err error) {
+func (r *Resolver) limits(ctx context.Context, e engine.Engine, res *sandboxv1.ServiceResources) (memoryBytes, nanoCPUs int64, err error) {
 	memory, cpu := r.Options.DefaultMemory, r.Options.DefaultCPU
 	if res != nil && res.Memory != nil {
 		memory = *res.Memory
@@ -100,7 +119,7 @@ func (r *Reconciler) limits(ctx context.Context, e engine.Engine, res *sandboxv1
 
 // checkCPU judges a cpu limit against Docker's floor, --max-cpu and the host's
 // CPU count, and names the allowed range.
-func (r *Reconciler) checkCPU(ctx context.Context, e engine.Engine, cpu resource.Quantity) error {
+func (r *Resolver) checkCPU(ctx context.Context, e engine.Engine, cpu resource.Quantity) error {
 	most, why := r.Options.MaxCPU, "--max-cpu"
 	if n := r.cpus.ceiling(ctx, r.Driver, cpu.MilliValue()); n > 0 && most.Cmp(*resource.NewQuantity(int64(n), resource.DecimalSI)) > 0 {
 		most, why = *resource.NewQuantity(int64(n), resource.DecimalSI), fmt.Sprintf("the Docker host has %d CPUs", n)
@@ -118,44 +137,33 @@ var containerLog = dd.LogLimits{MaxSize: "10m", MaxFiles: 2}
 // entrypoint reads it after dropping root), as Docker's own secrets are.
 const secretMode = 0o444
 
-// containerSpec is the service's container without limits and fingerprint.
-func (r *Reconciler) containerSpec(sb *sandboxv1.Sandbox, e engine.Engine, password string, features []string, network string) dd.ContainerSpec {
-	name := engine.ContainerName(e, sb.Spec.AgentID)
+// containerSpec is the service's container without name, owner, limits and fingerprint.
+func (r *Resolver) containerSpec(e engine.Engine, password string, features []string, network string) dd.ContainerSpec {
 	made := e.Container(password, features)
 	spec := dd.ContainerSpec{
-		Name:  name,
-		Image: r.Options.ImagesFor(e).For(features),
 		Labels: map[string]string{
-			host.LabelSandbox:   host.LabelSandboxTrue,
-			host.LabelOwner:     r.ownerName(sb),
-			host.LabelNamespace: sb.Namespace,
-			host.LabelName:      sb.Name,
-			host.LabelUID:       string(sb.UID),
-			host.LabelEngine:    e.Name(),
-			host.LabelInstance:  r.Options.Instance,
+			host.LabelEngine:   e.Name(),
+			host.LabelInstance: r.Options.Instance,
 			// Note: what Docker's record cannot show (the password is in a file).
 			host.LabelCredentials: host.CredentialsHash(password),
 			host.LabelFeatures:    host.FeaturesLabel(features),
 		},
-		OwnerLabel: host.LabelUID,
-		Env:        made.Env,
-		Cmd:        made.Cmd,
-		Tmpfs:      made.Tmpfs,
-		CapAdd:     made.CapAdd,
-		Log:        containerLog,
-		PidsLimit:  r.Options.PidsLimit,
-		Network:    network,
+		Env:       made.Env,
+		Cmd:       made.Cmd,
+		Tmpfs:     made.Tmpfs,
+		CapAdd:    made.CapAdd,
+		Log:       containerLog,
+		PidsLimit: r.Options.PidsLimit,
+		Network:   network,
 	}
 	for _, path := range slices.Sorted(maps.Keys(made.Secrets)) {
 		spec.Files = append(spec.Files, dd.File{Path: path, Mode: secretMode, Content: []byte(made.Secrets[path])})
 	}
-	if network != "" {
-		spec.Aliases = engine.ServiceNames(e, sb.Spec.AgentID)
-	}
 	return spec
 }
 
-func featureStrings(fs []sandboxv1.Feature) []string {
+// FeatureStrings are a service's features as the engines name them.
+func FeatureStrings(fs []sandboxv1.Feature) []string {
 	out := make([]string, len(fs))
 	for i, f := range fs {
 		out[i] = string(f)
