@@ -1,8 +1,9 @@
-package controllers_test
+package controllertest
 
 import "encoding/json"
 
-func toJSON(v any) string {
+// ToJSON is v as JSON, for a spec that sets a raw field.
+func ToJSON(v any) string {
 	b, _ := json.Marshal(v)
 	return string(b)
 }

@@ -1,4 +1,4 @@
-package controllers_test
+package controllertest
 
 import (
 	"fmt"
@@ -8,6 +8,7 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -19,19 +20,20 @@ import (
 	shost "github.com/roboco-sandbox/sandbox-controller/internal/host"
 )
 
-const testNetwork = "sbx-test"
+// TestNetwork is the Docker network the test options name.
+const TestNetwork = "sbx-test"
 
-// testOptions are the manager defaults with deadlines short enough for tests.
-func testOptions() controllers.Options {
+// TestOptions are the manager defaults with deadlines short enough for tests.
+func TestOptions() Options {
 	o := controllers.DefaultOptions()
-	o.DefaultNetwork = testNetwork
+	o.DefaultNetwork = TestNetwork
 	o.StopTimeout = time.Second
 	o.ProbeDeadlines = map[string]time.Duration{"postgres": 3 * time.Second, "redis": 3 * time.Second, "mongo": 3 * time.Second}
 	return o
 }
 
-// upstreamImages are the engines' default images, with the VOLUMEs the real ones declare.
-var upstreamImages = map[string]fake.Image{
+// UpstreamImages are the engines' default images, with the VOLUMEs the real ones declare.
+var UpstreamImages = map[string]fake.Image{
 	"postgres:16-alpine":              {Volumes: []string{"/var/lib/postgresql/data"}},
 	"roboco-sandbox-pg:latest":        {Volumes: []string{"/var/lib/postgresql/data"}},
 	"redis:8-alpine":                  {Volumes: []string{"/data"}},
@@ -39,21 +41,21 @@ var upstreamImages = map[string]fake.Image{
 	"mongo:8":                         {Volumes: []string{"/data/db", "/data/configdb"}},
 }
 
-// newHost is a fake Docker host whose registry serves the engines' images (so every
+// NewHost is a fake Docker host whose registry serves the engines' images (so every
 // first use pulls) and which has the test network.
-func newHost(opts ...fake.Option) *engineSim {
-	sim := newEngineSim(opts...)
-	sim.AddNetwork(testNetwork)
-	for ref, img := range upstreamImages {
+func NewHost(opts ...fake.Option) *EngineSim {
+	sim := NewEngineSim(opts...)
+	sim.AddNetwork(TestNetwork)
+	for ref, img := range UpstreamImages {
 		sim.AddRegistryImage(ref, img)
 	}
 	return sim
 }
 
-// newNamespace makes a namespace for one spec. When the spec ends, its Sandboxes
+// NewNamespace makes a namespace for one spec. When the spec ends, its Sandboxes
 // and SandboxPools are deleted with their finalizers stripped, so no later manager (on another fake host)
 // sees them.
-func newNamespace() string {
+func NewNamespace() string {
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "sbx-"}}
 	Expect(k8sClient.Create(ctx, ns)).To(Succeed())
 	DeferCleanup(func() {
@@ -84,15 +86,16 @@ func newNamespace() string {
 	return ns.Name
 }
 
-// suiteInstance is the instance a manager of the suite's cluster derives when its
+// SuiteInstance is the instance a manager of the suite's cluster derives when its
 // options name none.
-func suiteInstance() string {
+func SuiteInstance() string {
 	instance, err := controllers.ClusterInstance(ctx, k8sClient)
 	ExpectWithOffset(1, err).NotTo(HaveOccurred())
 	return instance
 }
 
-func newSandbox(ns, name, agentID string, engines ...string) *sandboxv1.Sandbox {
+// NewSandbox is a Sandbox of engines with no owner to follow.
+func NewSandbox(ns, name, agentID string, engines ...string) *sandboxv1.Sandbox {
 	sb := &sandboxv1.Sandbox{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 		Spec: sandboxv1.SandboxSpec{AgentID: agentID, Owner: &sandboxv1.OwnerSpec{Policy: sandboxv1.OwnerPolicyNone}}}
 	for _, e := range engines {
@@ -101,14 +104,15 @@ func newSandbox(ns, name, agentID string, engines ...string) *sandboxv1.Sandbox 
 	return sb
 }
 
-func get(sb *sandboxv1.Sandbox) *sandboxv1.Sandbox {
+// Get reads a Sandbox from the API server.
+func Get(sb *sandboxv1.Sandbox) *sandboxv1.Sandbox {
 	out := &sandboxv1.Sandbox{}
 	ExpectWithOffset(1, k8sClient.Get(ctx, client.ObjectKeyFromObject(sb), out)).To(Succeed())
 	return out
 }
 
-// condition returns "Status/Reason" of a condition, "" when absent, for readable matchers.
-func condition(sb *sandboxv1.Sandbox, t string) func() string {
+// Condition returns "Status/Reason" of a condition, "" when absent, for readable matchers.
+func Condition(sb *sandboxv1.Sandbox, t string) func() string {
 	return func() string {
 		got := &sandboxv1.Sandbox{}
 		if err := k8sClient.Get(ctx, client.ObjectKeyFromObject(sb), got); err != nil {
@@ -122,18 +126,21 @@ func condition(sb *sandboxv1.Sandbox, t string) func() string {
 	}
 }
 
-func conditionOf(sb *sandboxv1.Sandbox, t string) metav1.Condition {
-	c := meta.FindStatusCondition(get(sb).Status.Conditions, t)
+// ConditionOf is a Sandbox's condition of type t, which must be there.
+func ConditionOf(sb *sandboxv1.Sandbox, t string) metav1.Condition {
+	c := meta.FindStatusCondition(Get(sb).Status.Conditions, t)
 	ExpectWithOffset(1, c).NotTo(BeNil(), "no %s condition", t)
 	return *c
 }
 
-func waitReady(sb *sandboxv1.Sandbox) *sandboxv1.Sandbox {
-	EventuallyWithOffset(1, condition(sb, sandboxv1.ConditionReady)).Should(Equal("True/Ready"))
-	return get(sb)
+// WaitReady waits for a Sandbox to be Ready and returns it.
+func WaitReady(sb *sandboxv1.Sandbox) *sandboxv1.Sandbox {
+	EventuallyWithOffset(1, Condition(sb, sandboxv1.ConditionReady)).Should(Equal("True/Ready"))
+	return Get(sb)
 }
 
-func secretOf(sb *sandboxv1.Sandbox) map[string]string {
+// SecretOf is the data of a Sandbox's credentials Secret.
+func SecretOf(sb *sandboxv1.Sandbox) map[string]string {
 	s := &corev1.Secret{}
 	ExpectWithOffset(1, k8sClient.Get(ctx, client.ObjectKey{Namespace: sb.Namespace, Name: sb.Name + "-sandbox"}, s)).To(Succeed())
 	out := map[string]string{}
@@ -143,14 +150,15 @@ func secretOf(sb *sandboxv1.Sandbox) map[string]string {
 	return out
 }
 
-// containersOf lists the containers a Sandbox's UID label claims, in any state.
-func containersOf(host *engineSim, sb *sandboxv1.Sandbox) []dd.ContainerSummary {
-	cs, err := host.List(ctx, map[string]string{shost.LabelUID: string(get(sb).UID)})
+// ContainersOf lists the containers a Sandbox's UID label claims, in any state.
+func ContainersOf(host *EngineSim, sb *sandboxv1.Sandbox) []dd.ContainerSummary {
+	cs, err := host.List(ctx, map[string]string{shost.LabelUID: string(Get(sb).UID)})
 	ExpectWithOffset(1, err).NotTo(HaveOccurred())
 	return cs
 }
 
-func containersByUID(host *engineSim, uid string) func() []dd.ContainerSummary {
+// ContainersByUID lists the containers labelled with uid, in any state.
+func ContainersByUID(host *EngineSim, uid string) func() []dd.ContainerSummary {
 	return func() []dd.ContainerSummary {
 		cs, err := host.List(ctx, map[string]string{shost.LabelUID: uid})
 		Expect(err).NotTo(HaveOccurred())
@@ -158,20 +166,21 @@ func containersByUID(host *engineSim, uid string) func() []dd.ContainerSummary {
 	}
 }
 
-func gone(sb *sandboxv1.Sandbox) func() bool {
+// Gone says whether a Sandbox is gone from the API server.
+func Gone(sb *sandboxv1.Sandbox) func() bool {
 	return func() bool {
 		err := k8sClient.Get(ctx, client.ObjectKeyFromObject(sb), &sandboxv1.Sandbox{})
 		return client.IgnoreNotFound(err) == nil && err != nil
 	}
 }
 
-// eventReasons lists the reasons of the events about a Sandbox (or a pool).
-func eventReasons(obj client.Object) func() []string {
-	return eventsAbout(obj, func(e eventsv1.Event) string { return e.Reason })
+// EventReasons lists the reasons of the events about a Sandbox (or a pool).
+func EventReasons(obj client.Object) func() []string {
+	return EventsAbout(obj, func(e eventsv1.Event) string { return e.Reason })
 }
 
-// eventsAbout lists what pick reads of each event about obj.
-func eventsAbout(obj client.Object, pick func(eventsv1.Event) string) func() []string {
+// EventsAbout lists what pick reads of each event about obj.
+func EventsAbout(obj client.Object, pick func(eventsv1.Event) string) func() []string {
 	return func() []string {
 		var list eventsv1.EventList
 		Expect(k8sClient.List(ctx, &list, client.InNamespace(obj.GetNamespace()))).To(Succeed())
@@ -185,6 +194,51 @@ func eventsAbout(obj client.Object, pick func(eventsv1.Event) string) func() []s
 	}
 }
 
-type corev1Secret = corev1.Secret
+// KeyOf is the key of namespace/name.
+func KeyOf(ns, name string) client.ObjectKey { return client.ObjectKey{Namespace: ns, Name: name} }
 
-func keyOf(ns, name string) client.ObjectKey { return client.ObjectKey{Namespace: ns, Name: name} }
+// ErrString is an error of a daemon's words.
+type ErrString string
+
+func (e ErrString) Error() string { return string(e) }
+
+// Engines lists the engines of a Sandbox's status.services.
+func Engines(sb *sandboxv1.Sandbox) []string {
+	var out []string
+	for _, s := range sb.Status.Services {
+		out = append(out, string(s.Engine))
+	}
+	return out
+}
+
+// Edit changes a Sandbox's spec, retrying on conflicts (the manager writes its
+// status meanwhile).
+func Edit(sb *sandboxv1.Sandbox, change func(*sandboxv1.SandboxSpec)) {
+	EventuallyWithOffset(1, func() error {
+		cur := Get(sb)
+		change(&cur.Spec)
+		return k8sClient.Update(ctx, cur)
+	}).Should(Succeed())
+}
+
+func Seeded(sb *sandboxv1.Sandbox, configMap string) *sandboxv1.Sandbox {
+	for i := range sb.Spec.Services {
+		sb.Spec.Services[i].Init = &sandboxv1.ServiceInit{ConfigMapRef: &sandboxv1.LocalRef{Name: configMap}}
+	}
+	return sb
+}
+
+// EventMessages lists the notes of the events about obj.
+func EventMessages(obj client.Object) func() []string {
+	return EventsAbout(obj, func(e eventsv1.Event) string { return e.Note })
+}
+
+// DeletedGoes deletes sb and expects it gone with its Secret, within a deadline
+// that no wait of it may stretch.
+func DeletedGoes(sb *sandboxv1.Sandbox) {
+	ExpectWithOffset(1, k8sClient.Delete(ctx, sb)).To(Succeed())
+	EventuallyWithOffset(1, Gone(sb), 30*time.Second).Should(BeTrue(), "a deleted Sandbox that waits was kept")
+	EventuallyWithOffset(1, func() bool {
+		return apierrors.IsNotFound(k8sClient.Get(ctx, KeyOf(sb.Namespace, sb.Name+"-sandbox"), &corev1.Secret{}))
+	}).Should(BeTrue(), "its Secret outlived it")
+}

@@ -1,4 +1,4 @@
-package controllers_test
+package controllertest
 
 import (
 	"context"
@@ -13,11 +13,11 @@ import (
 	"github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver/fake"
 )
 
-// engineSim is the fake Docker host plus engines that answer the controller's
+// EngineSim is the fake Docker host plus engines that answer the controller's
 // probes and feature steps the way the real ones do, checking the credentials a
 // probe presents against the ones the container was started with. Faults and exec
 // rules of the fake still apply first.
-type engineSim struct {
+type EngineSim struct {
 	*fake.Driver
 	mu sync.Mutex
 	// created holds the postgres extensions created per container.
@@ -35,7 +35,7 @@ type engineSim struct {
 }
 
 // track counts one call of kind in flight until the returned func is called.
-func (s *engineSim) track(kind string) func() {
+func (s *EngineSim) track(kind string) func() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.inflight[kind]++
@@ -47,8 +47,8 @@ func (s *engineSim) track(kind string) func() {
 	}
 }
 
-// peakConcurrency is the most calls of kind ever in flight at once.
-func (s *engineSim) peakConcurrency(kind string) int {
+// PeakConcurrency is the most calls of kind ever in flight at once.
+func (s *EngineSim) PeakConcurrency(kind string) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.peak[kind]
@@ -59,8 +59,8 @@ type crash struct {
 	log  string
 }
 
-// crashOnStart makes containers of image exit right after they start; clear undoes it.
-func (s *engineSim) crashOnStart(image string, code int, log string) (clear func()) {
+// CrashOnStart makes containers of image exit right after they start; clear undoes it.
+func (s *EngineSim) CrashOnStart(image string, code int, log string) (clear func()) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.crash[image] = crash{code, log}
@@ -71,7 +71,7 @@ func (s *engineSim) crashOnStart(image string, code int, log string) (clear func
 	}
 }
 
-func (s *engineSim) CreateContainer(ctx context.Context, spec dd.ContainerSpec) (dd.Container, error) {
+func (s *EngineSim) CreateContainer(ctx context.Context, spec dd.ContainerSpec) (dd.Container, error) {
 	done := s.track("create")
 	c, err := s.Driver.CreateContainer(ctx, spec)
 	done()
@@ -86,12 +86,22 @@ func (s *engineSim) CreateContainer(ctx context.Context, spec dd.ContainerSpec) 
 	return s.Inspect(ctx, c.ID)
 }
 
-func newEngineSim(opts ...fake.Option) *engineSim {
-	return &engineSim{Driver: fake.New(opts...), created: map[string][]string{}, broken: map[string]bool{}, crash: map[string]crash{},
+// LeakPasswords makes psql answer with an error that quotes the password it
+// was given, as an odd tool would.
+func (s *EngineSim) LeakPasswords() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.leak = true
+}
+
+// NewEngineSim is an engine simulator on a new fake Docker host.
+func NewEngineSim(opts ...fake.Option) *EngineSim {
+	return &EngineSim{Driver: fake.New(opts...), created: map[string][]string{}, broken: map[string]bool{}, crash: map[string]crash{},
 		inflight: map[string]int{}, peak: map[string]int{}}
 }
 
-func (s *engineSim) breakExtension(name string) (clear func()) {
+// BreakExtension makes a postgres extension accepted but never created; clear undoes it.
+func (s *EngineSim) BreakExtension(name string) (clear func()) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.broken[name] = true
@@ -102,7 +112,7 @@ func (s *engineSim) breakExtension(name string) (clear func()) {
 	}
 }
 
-func (s *engineSim) Exec(ctx context.Context, id string, spec dd.ExecSpec) (dd.ExecResult, error) {
+func (s *EngineSim) Exec(ctx context.Context, id string, spec dd.ExecSpec) (dd.ExecResult, error) {
 	done := s.track("exec")
 	res, err := s.Driver.Exec(ctx, id, spec)
 	done()
@@ -142,7 +152,7 @@ func (s *engineSim) Exec(ctx context.Context, id string, spec dd.ExecSpec) (dd.E
 
 // PrepareExec holds the command as the fake does; its Run goes through Exec,
 // with the environment it brings.
-func (s *engineSim) PrepareExec(ctx context.Context, id string, spec dd.ExecSpec) (dd.PreparedExec, error) {
+func (s *EngineSim) PrepareExec(ctx context.Context, id string, spec dd.ExecSpec) (dd.PreparedExec, error) {
 	p, err := s.Driver.PrepareExec(ctx, id, spec)
 	if err != nil {
 		return nil, err
@@ -151,7 +161,7 @@ func (s *engineSim) PrepareExec(ctx context.Context, id string, spec dd.ExecSpec
 }
 
 type simPrepared struct {
-	s    *engineSim
+	s    *EngineSim
 	id   string
 	spec dd.ExecSpec
 	held dd.PreparedExec
@@ -177,13 +187,13 @@ func (p *simPrepared) Close() { p.held.Close() }
 var denied = dd.ExecResult{ExitCode: 2, Stderr: "authentication failed"}
 
 // secret reads a password file written into c, as the images' *_FILE variables do.
-func (s *engineSim) secret(c dd.Container, path string) string {
+func (s *EngineSim) secret(c dd.Container, path string) string {
 	content, _ := s.File(c.ID, path)
 	return string(content)
 }
 
 // redisPassword is the requirepass of the configuration file c was started with.
-func (s *engineSim) redisPassword(c dd.Container) string {
+func (s *EngineSim) redisPassword(c dd.Container) string {
 	if len(c.Cmd) < 2 || !strings.HasSuffix(c.Cmd[1], ".conf") {
 		return ""
 	}
@@ -193,7 +203,7 @@ func (s *engineSim) redisPassword(c dd.Container) string {
 }
 
 // psql answers the probe, CREATE EXTENSION and the extension list for c.
-func (s *engineSim) psql(c dd.Container, password string, spec dd.ExecSpec) dd.ExecResult {
+func (s *EngineSim) psql(c dd.Container, password string, spec dd.ExecSpec) dd.ExecResult {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.leak {
@@ -243,7 +253,7 @@ func redisCLI(c dd.Container, password string, spec dd.ExecSpec) dd.ExecResult {
 
 // rotate answers an engine's Rotate step: it passes when the container's
 // password is the old or the new one, and writes the new secret files.
-func (s *engineSim) rotate(c dd.Container, env map[string]string, spec dd.ExecSpec) dd.ExecResult {
+func (s *EngineSim) rotate(c dd.Container, env map[string]string, spec dd.ExecSpec) dd.ExecResult {
 	current := s.redisPassword(c)
 	for _, file := range []string{env["POSTGRES_PASSWORD_FILE"], env["MONGO_INITDB_ROOT_PASSWORD_FILE"]} {
 		if file != "" {

@@ -1,4 +1,4 @@
-package controllers_test
+package controllertest
 
 import (
 	"strings"
@@ -26,32 +26,32 @@ func (d *simData) init() {
 	}
 }
 
-// write sets what container id holds, as an agent's writes would.
-func (s *engineSim) write(id, data string) {
+// Write sets what container id holds, as an agent's writes would.
+func (s *EngineSim) Write(id, data string) {
 	s.data.mu.Lock()
 	defer s.data.mu.Unlock()
 	s.data.init()
 	s.data.current[id] = data
 }
 
-// holds is what container id holds ("" until written: empty or as seeded).
-func (s *engineSim) holds(id string) string {
+// Holds is what container id holds ("" until written: empty or as seeded).
+func (s *EngineSim) Holds(id string) string {
 	s.data.mu.Lock()
 	defer s.data.mu.Unlock()
 	s.data.init()
 	return s.data.current[id]
 }
 
-// opsRun is how often op ran to its end in container id.
-func (s *engineSim) opsRun(id string, op engine.DataOp) int {
+// OpsRun is how often op ran to its end in container id.
+func (s *EngineSim) OpsRun(id string, op engine.DataOp) int {
 	s.data.mu.Lock()
 	defer s.data.mu.Unlock()
 	s.data.init()
 	return s.data.ops[id][string(op)]
 }
 
-// failData makes op fail with the engine's words msg ("" clears it).
-func (s *engineSim) failData(op engine.DataOp, msg string) {
+// FailData makes op fail with the engine's words msg ("" clears it).
+func (s *EngineSim) FailData(op engine.DataOp, msg string) {
 	s.data.mu.Lock()
 	defer s.data.mu.Unlock()
 	s.data.init()
@@ -60,7 +60,7 @@ func (s *engineSim) failData(op engine.DataOp, msg string) {
 
 // dataOp answers a data step: it checks the password the step presents
 // against the container's, then does the operation on the container's words.
-func (s *engineSim) dataOp(c dd.Container, env map[string]string, spec dd.ExecSpec) dd.ExecResult {
+func (s *EngineSim) dataOp(c dd.Container, env map[string]string, spec dd.ExecSpec) dd.ExecResult {
 	want := s.redisPassword(c)
 	got := spec.Env["REDISCLI_AUTH"]
 	if f := env["POSTGRES_PASSWORD_FILE"]; f != "" {

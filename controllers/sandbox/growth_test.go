@@ -1,4 +1,4 @@
-package controllers_test
+package sandbox_test
 
 import (
 	"time"
@@ -10,17 +10,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
+	ct "github.com/roboco-sandbox/sandbox-controller/controllers/controllertest"
 )
-
-// edit changes a Sandbox's spec, retrying on conflicts (the manager writes its
-// status meanwhile).
-func edit(sb *sandboxv1.Sandbox, change func(*sandboxv1.SandboxSpec)) {
-	EventuallyWithOffset(1, func() error {
-		cur := get(sb)
-		change(&cur.Spec)
-		return k8sClient.Update(ctx, cur)
-	}).Should(Succeed())
-}
 
 // withMemory sets every service's memory limit.
 func withMemory(q string) func(*sandboxv1.SandboxSpec) {
@@ -33,9 +24,9 @@ func withMemory(q string) func(*sandboxv1.SandboxSpec) {
 
 // memoryOf is the memory limit of a Sandbox's only container ("" when it has
 // none, or several).
-func memoryOf(host *engineSim, sb *sandboxv1.Sandbox) func() string {
+func memoryOf(host *ct.EngineSim, sb *sandboxv1.Sandbox) func() string {
 	return func() string {
-		cs := containersOf(host, sb)
+		cs := ct.ContainersOf(host, sb)
 		if len(cs) != 1 {
 			return ""
 		}
@@ -58,119 +49,119 @@ func setQuotaMemory(q *sandboxv1.SandboxQuota, mem string) {
 // expectHeld says a Sandbox's growth is refused while what runs stays: Ready still
 // True, its generation observed, UpToDate False and Reconciling True with reason.
 func expectHeld(sb *sandboxv1.Sandbox, reason string) {
-	EventuallyWithOffset(1, condition(sb, sandboxv1.ConditionUpToDate)).Should(Equal("False/" + reason))
-	cur := get(sb)
+	EventuallyWithOffset(1, ct.Condition(sb, sandboxv1.ConditionUpToDate)).Should(Equal("False/" + reason))
+	cur := ct.Get(sb)
 	ExpectWithOffset(1, cur.Status.ObservedGeneration).To(Equal(cur.Generation))
-	ExpectWithOffset(1, condition(sb, sandboxv1.ConditionReady)()).To(Equal("True/Ready"))
-	ExpectWithOffset(1, condition(sb, sandboxv1.ConditionReconciling)()).To(Equal("True/" + reason))
+	ExpectWithOffset(1, ct.Condition(sb, sandboxv1.ConditionReady)()).To(Equal("True/Ready"))
+	ExpectWithOffset(1, ct.Condition(sb, sandboxv1.ConditionReconciling)()).To(Equal("True/" + reason))
 }
 
 // Admission is judged on every change that grows what an object takes, not only
 // on its first create: a refused growth leaves what runs exactly as it is.
 var _ = Describe("Growth", func() {
 	var ns string
-	BeforeEach(func() { ns = newNamespace() })
+	BeforeEach(func() { ns = ct.NewNamespace() })
 
 	It("judges a Sandbox's memory growth against its quota: refused, the container stays as it is; applied once room frees", func() {
-		host := newHost()
-		startManager(host, testOptions())
-		q := newQuota(ns, sandboxv1.QuotaAmounts{Memory: ptr.To(resource.MustParse("1Gi"))})
-		sb := newSandbox(ns, "grows", "grows-"+ns, "redis")
+		host := ct.NewHost()
+		ct.StartManager(host, ct.TestOptions())
+		q := ct.NewQuota(ns, sandboxv1.QuotaAmounts{Memory: ptr.To(resource.MustParse("1Gi"))})
+		sb := ct.NewSandbox(ns, "grows", "grows-"+ns, "redis")
 		withMemory("128Mi")(&sb.Spec)
 		Expect(k8sClient.Create(ctx, sb)).To(Succeed())
-		waitReady(sb)
-		before := containersOf(host, sb)[0].ID
-		Eventually(quotaSummary(q)).Should(Equal("memory 128Mi/1Gi"))
+		ct.WaitReady(sb)
+		before := ct.ContainersOf(host, sb)[0].ID
+		Eventually(ct.QuotaSummary(q)).Should(Equal("memory 128Mi/1Gi"))
 
-		edit(sb, withMemory("4Gi"))
+		ct.Edit(sb, withMemory("4Gi"))
 		expectHeld(sb, sandboxv1.ReasonQuotaExceeded)
-		Expect(conditionOf(sb, sandboxv1.ConditionUpToDate).Message).To(ContainSubstring("memory: used 0, requested 4Gi, hard 1Gi"))
+		Expect(ct.ConditionOf(sb, sandboxv1.ConditionUpToDate).Message).To(ContainSubstring("memory: used 0, requested 4Gi, hard 1Gi"))
 		Consistently(memoryOf(host, sb), 2*time.Second, 50*time.Millisecond).Should(Equal("128Mi"))
-		Expect(containersOf(host, sb)[0].ID).To(Equal(before), "the running container was replaced")
-		Expect(quotaSummary(q)()).To(Equal("memory 128Mi/1Gi"))
-		Expect(get(sb).Status.Admitted.Memory.String()).To(Equal("128Mi"))
+		Expect(ct.ContainersOf(host, sb)[0].ID).To(Equal(before), "the running container was replaced")
+		Expect(ct.QuotaSummary(q)()).To(Equal("memory 128Mi/1Gi"))
+		Expect(ct.Get(sb).Status.Admitted.Memory.String()).To(Equal("128Mi"))
 
 		// Room freed (the quota raised): the growth applies.
 		setQuotaMemory(q, "8Gi")
 		Eventually(memoryOf(host, sb)).Should(Equal("4Gi"))
-		waitReady(sb)
-		Eventually(condition(sb, sandboxv1.ConditionUpToDate)).Should(Equal("True/UpToDate"))
-		Eventually(quotaSummary(q)).Should(Equal("memory 4Gi/8Gi"))
+		ct.WaitReady(sb)
+		Eventually(ct.Condition(sb, sandboxv1.ConditionUpToDate)).Should(Equal("True/UpToDate"))
+		Eventually(ct.QuotaSummary(q)).Should(Equal("memory 4Gi/8Gi"))
 
 		// Shrinking always passes, and frees its room.
-		edit(sb, withMemory("64Mi"))
+		ct.Edit(sb, withMemory("64Mi"))
 		Eventually(memoryOf(host, sb)).Should(Equal("64Mi"))
-		Eventually(quotaSummary(q)).Should(Equal("memory 64Mi/8Gi"))
+		Eventually(ct.QuotaSummary(q)).Should(Equal("memory 64Mi/8Gi"))
 	})
 
 	It("judges an added service against the quota: the running services stay Ready, the new one waits for room", func() {
-		host := newHost()
-		startManager(host, testOptions())
-		q := newQuota(ns, sandboxv1.QuotaAmounts{Memory: ptr.To(resource.MustParse("200Mi"))})
-		sb := newSandbox(ns, "adds", "adds-"+ns, "redis")
+		host := ct.NewHost()
+		ct.StartManager(host, ct.TestOptions())
+		q := ct.NewQuota(ns, sandboxv1.QuotaAmounts{Memory: ptr.To(resource.MustParse("200Mi"))})
+		sb := ct.NewSandbox(ns, "adds", "adds-"+ns, "redis")
 		withMemory("128Mi")(&sb.Spec)
 		Expect(k8sClient.Create(ctx, sb)).To(Succeed())
-		waitReady(sb)
+		ct.WaitReady(sb)
 
-		edit(sb, func(s *sandboxv1.SandboxSpec) {
+		ct.Edit(sb, func(s *sandboxv1.SandboxSpec) {
 			s.Services = append(s.Services, sandboxv1.ServiceSpec{Engine: "postgres",
 				Resources: &sandboxv1.ServiceResources{Memory: ptr.To(resource.MustParse("128Mi"))}})
 		})
 		expectHeld(sb, sandboxv1.ReasonQuotaExceeded)
-		Consistently(func() int { return len(containersOf(host, sb)) }, 2*time.Second, 50*time.Millisecond).Should(Equal(1))
-		Expect(quotaSummary(q)()).To(Equal("memory 128Mi/200Mi"))
+		Consistently(func() int { return len(ct.ContainersOf(host, sb)) }, 2*time.Second, 50*time.Millisecond).Should(Equal(1))
+		Expect(ct.QuotaSummary(q)()).To(Equal("memory 128Mi/200Mi"))
 
 		setQuotaMemory(q, "1Gi")
-		Eventually(func() int { return len(containersOf(host, sb)) }).Should(Equal(2))
-		waitReady(sb)
-		Eventually(quotaSummary(q)).Should(Equal("memory 256Mi/1Gi"))
+		Eventually(func() int { return len(ct.ContainersOf(host, sb)) }).Should(Equal(2))
+		ct.WaitReady(sb)
+		Eventually(ct.QuotaSummary(q)).Should(Equal("memory 256Mi/1Gi"))
 	})
 
 	It("judges a pinned Sandbox's growth against its host's capacity", func() {
-		local, b := newHost(), newHost()
-		registerHost("grow-b", nil, nil)
-		setHost("grow-b", func(s *sandboxv1.DockerHostSpec) {
+		local, b := ct.NewHost(), ct.NewHost()
+		ct.RegisterHost("grow-b", nil, nil)
+		ct.SetHost("grow-b", func(s *sandboxv1.DockerHostSpec) {
 			s.Capacity = &sandboxv1.DockerHostCapacity{Memory: ptr.To(resource.MustParse("1Gi"))}
 		})
-		fleetOf(local, map[string]*engineSim{"grow-b": b})
-		sb := newSandbox(ns, "pinned", "grow-pinned-"+ns, "redis")
+		ct.FleetOf(local, map[string]*ct.EngineSim{"grow-b": b})
+		sb := ct.NewSandbox(ns, "pinned", "grow-pinned-"+ns, "redis")
 		sb.Spec.DockerHost = "grow-b"
 		withMemory("128Mi")(&sb.Spec)
 		Expect(k8sClient.Create(ctx, sb)).To(Succeed())
-		waitReady(sb)
+		ct.WaitReady(sb)
 
-		edit(sb, withMemory("4Gi"))
+		ct.Edit(sb, withMemory("4Gi"))
 		expectHeld(sb, sandboxv1.ReasonUnschedulable)
-		Expect(conditionOf(sb, sandboxv1.ConditionUpToDate).Message).To(ContainSubstring("no capacity left"))
+		Expect(ct.ConditionOf(sb, sandboxv1.ConditionUpToDate).Message).To(ContainSubstring("no capacity left"))
 		Consistently(memoryOf(b, sb), 2*time.Second, 50*time.Millisecond).Should(Equal("128Mi"))
 
-		setHost("grow-b", func(s *sandboxv1.DockerHostSpec) { s.Capacity.Memory = ptr.To(resource.MustParse("8Gi")) })
+		ct.SetHost("grow-b", func(s *sandboxv1.DockerHostSpec) { s.Capacity.Memory = ptr.To(resource.MustParse("8Gi")) })
 		Eventually(memoryOf(b, sb)).Should(Equal("4Gi"))
-		waitReady(sb)
+		ct.WaitReady(sb)
 	})
 
 	It("judges a pool's scale-up against its host's capacity: it keeps the members it was admitted to", func() {
-		local, b := newHost(), newHost()
-		registerHost("grow-p", nil, ptr.To[int32](3))
-		fleetOf(local, map[string]*engineSim{"grow-p": b})
-		pool := newPool(ns, "scaled", "redis", 1)
+		local, b := ct.NewHost(), ct.NewHost()
+		ct.RegisterHost("grow-p", nil, ptr.To[int32](3))
+		ct.FleetOf(local, map[string]*ct.EngineSim{"grow-p": b})
+		pool := ct.NewPool(ns, "scaled", "redis", 1)
 		pool.Spec.DockerHost = "grow-p"
 		Expect(k8sClient.Create(ctx, pool)).To(Succeed())
-		Eventually(poolCounts(pool)).Should(Equal([3]int64{1, 1, 0}))
+		Eventually(ct.PoolCounts(pool)).Should(Equal([3]int64{1, 1, 0}))
 
 		Eventually(func() error {
-			cur := getPool(pool)
+			cur := ct.GetPool(pool)
 			cur.Spec.Replicas = ptr.To[int32](100)
 			return k8sClient.Update(ctx, cur)
 		}).Should(Succeed())
-		Eventually(func() string { return poolReady(pool) }).Should(ContainSubstring("no capacity left"))
-		Consistently(func() int { return len(members(b, pool)) }, 2*time.Second, 50*time.Millisecond).Should(Equal(1))
+		Eventually(func() string { return ct.PoolReady(pool) }).Should(ContainSubstring("no capacity left"))
+		Consistently(func() int { return len(ct.Members(b, pool)) }, 2*time.Second, 50*time.Millisecond).Should(Equal(1))
 
 		Eventually(func() error {
-			cur := getPool(pool)
+			cur := ct.GetPool(pool)
 			cur.Spec.Replicas = ptr.To[int32](3)
 			return k8sClient.Update(ctx, cur)
 		}).Should(Succeed())
-		Eventually(poolCounts(pool)).Should(Equal([3]int64{3, 3, 0}))
+		Eventually(ct.PoolCounts(pool)).Should(Equal([3]int64{3, 3, 0}))
 	})
 })

@@ -1,4 +1,4 @@
-package controllers_test
+package sandbox_test
 
 import (
 	"time"
@@ -10,42 +10,36 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
+	ct "github.com/roboco-sandbox/sandbox-controller/controllers/controllertest"
 	"github.com/roboco-sandbox/sandbox-controller/internal/engine"
 	"github.com/roboco-sandbox/sandbox-controller/internal/host"
 )
 
-func seeded(sb *sandboxv1.Sandbox, configMap string) *sandboxv1.Sandbox {
-	for i := range sb.Spec.Services {
-		sb.Spec.Services[i].Init = &sandboxv1.ServiceInit{ConfigMapRef: &sandboxv1.LocalRef{Name: configMap}}
-	}
-	return sb
-}
-
 var _ = Describe("Init scripts (spec.services[].init)", func() {
 	var (
-		sim *engineSim
+		sim *ct.EngineSim
 		ns  string
 	)
 	BeforeEach(func() {
-		sim = newHost()
-		ns = newNamespace()
-		stop := startManager(sim, testOptions())
+		sim = ct.NewHost()
+		ns = ct.NewNamespace()
+		stop := ct.StartManager(sim, ct.TestOptions())
 		DeferCleanup(func() { stop() })
 	})
 
 	It("waits for a missing ConfigMap, naming it, and starts once it appears, with the scripts in the container", func() {
-		sb := seeded(newSandbox(ns, "seeded", "init-missing", "postgres"), "seed")
+		sb := ct.Seeded(ct.NewSandbox(ns, "seeded", "init-missing", "postgres"), "seed")
 		Expect(k8sClient.Create(ctx, sb)).To(Succeed())
-		Eventually(condition(sb, sandboxv1.ConditionStalled)).Should(Equal("True/InitFailed"))
-		Expect(conditionOf(sb, sandboxv1.ConditionStalled).Message).To(ContainSubstring("ConfigMap seed not found in namespace " + ns))
-		Expect(containersOf(sim, sb)).To(BeEmpty())
+		Eventually(ct.Condition(sb, sandboxv1.ConditionStalled)).Should(Equal("True/InitFailed"))
+		Expect(ct.ConditionOf(sb, sandboxv1.ConditionStalled).Message).To(ContainSubstring("ConfigMap seed not found in namespace " + ns))
+		Expect(ct.ContainersOf(sim, sb)).To(BeEmpty())
 
 		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "seed"},
 			Data: map[string]string{"20-rows.sql": "INSERT INTO t VALUES (1);", "10-schema.sql": "CREATE TABLE t (id int);", "keys.redis": "SET a 1"}}
 		Expect(k8sClient.Create(ctx, cm)).To(Succeed())
 		// Note: well before the stalled recheck: the ConfigMap's watch brings it back.
-		Eventually(condition(sb, sandboxv1.ConditionReady), 20*time.Second).Should(Equal("True/Ready"))
-		cs := containersOf(sim, sb)
+		Eventually(ct.Condition(sb, sandboxv1.ConditionReady), 20*time.Second).Should(Equal("True/Ready"))
+		cs := ct.ContainersOf(sim, sb)
 		Expect(cs).To(HaveLen(1))
 		c, err := sim.Inspect(ctx, cs[0].ID)
 		Expect(err).NotTo(HaveOccurred())
@@ -63,13 +57,13 @@ var _ = Describe("Init scripts (spec.services[].init)", func() {
 		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "seed"},
 			Data: map[string]string{"schema.sql": "SELECT 1;", "notes.txt": "hello"}}
 		Expect(k8sClient.Create(ctx, cm)).To(Succeed())
-		sb := seeded(newSandbox(ns, "seeded", "init-badkey", "redis"), "seed")
+		sb := ct.Seeded(ct.NewSandbox(ns, "seeded", "init-badkey", "redis"), "seed")
 		Expect(k8sClient.Create(ctx, sb)).To(Succeed())
-		Eventually(condition(sb, sandboxv1.ConditionServicesReady)).Should(Equal("False/InitFailed"))
-		msg := conditionOf(sb, sandboxv1.ConditionServicesReady).Message
+		Eventually(ct.Condition(sb, sandboxv1.ConditionServicesReady)).Should(Equal("False/InitFailed"))
+		msg := ct.ConditionOf(sb, sandboxv1.ConditionServicesReady).Message
 		Expect(msg).To(ContainSubstring("key notes.txt is no init script"))
 		Expect(msg).To(ContainSubstring(".sql, .redis, .js"))
-		Expect(containersOf(sim, sb)).To(BeEmpty())
+		Expect(ct.ContainersOf(sim, sb)).To(BeEmpty())
 
 		By("fixing the ConfigMap")
 		Eventually(func() error {
@@ -80,6 +74,6 @@ var _ = Describe("Init scripts (spec.services[].init)", func() {
 			delete(cur.Data, "notes.txt")
 			return k8sClient.Update(ctx, cur)
 		}).Should(Succeed())
-		Eventually(condition(sb, sandboxv1.ConditionReady), 20*time.Second).Should(Equal("True/Ready"))
+		Eventually(ct.Condition(sb, sandboxv1.ConditionReady), 20*time.Second).Should(Equal("True/Ready"))
 	})
 })

@@ -1,4 +1,4 @@
-package controllers_test
+package sandbox_test
 
 import (
 	"fmt"
@@ -13,16 +13,17 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
+	ct "github.com/roboco-sandbox/sandbox-controller/controllers/controllertest"
 )
 
 // What GitOps tools and dashboards read: kstatus (cli-utils), computed on every
 // version of the object the API server sent to a watch, over a whole lifecycle.
 var _ = Describe("kstatus", func() {
 	It("is InProgress until the first status, Failed when stalled, Current only when Ready for the generation, Terminating while deleted", func() {
-		host := newHost()
-		ns := newNamespace()
-		startManager(host, testOptions())
-		wc, err := client.NewWithWatch(env.Config, client.Options{Scheme: scheme})
+		host := ct.NewHost()
+		ns := ct.NewNamespace()
+		ct.StartManager(host, ct.TestOptions())
+		wc, err := client.NewWithWatch(env.Config, client.Options{Scheme: ct.Scheme()})
 		Expect(err).NotTo(HaveOccurred())
 		list := &unstructured.UnstructuredList{}
 		list.SetGroupVersionKind(sandboxv1.GroupVersion.WithKind("SandboxList"))
@@ -30,7 +31,7 @@ var _ = Describe("kstatus", func() {
 		Expect(err).NotTo(HaveOccurred())
 		defer w.Stop()
 
-		sb := newSandbox(ns, "kstatus", "kstatus-1", "postgres")
+		sb := ct.NewSandbox(ns, "kstatus", "kstatus-1", "postgres")
 		big := resource.MustParse("64Gi") // above the operator's maximum: stalls
 		sb.Spec.Services[0].Resources = &sandboxv1.ServiceResources{Memory: &big}
 		Expect(k8sClient.Create(ctx, sb)).To(Succeed())
@@ -57,7 +58,7 @@ var _ = Describe("kstatus", func() {
 		waitFor(status.FailedStatus)
 
 		By("fixing the spec: a new generation is InProgress until the controller saw it")
-		fixed := get(sb)
+		fixed := ct.Get(sb)
 		small := resource.MustParse("256Mi")
 		fixed.Spec.Services[0].Resources.Memory = &small
 		Expect(k8sClient.Update(ctx, fixed)).To(Succeed())

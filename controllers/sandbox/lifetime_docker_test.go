@@ -1,16 +1,12 @@
-package controllers_test
+package sandbox_test
 
 import (
-	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"os"
 	"os/exec"
 	"sync"
 	"time"
 
-	cerrdefs "github.com/containerd/errdefs"
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/client"
 	. "github.com/onsi/ginkgo/v2"
@@ -20,135 +16,37 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
-	"github.com/roboco-sandbox/sandbox-controller/controllers"
+	ct "github.com/roboco-sandbox/sandbox-controller/controllers/controllertest"
 	dd "github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver"
-	"github.com/roboco-sandbox/sandbox-controller/internal/engine"
 	shost "github.com/roboco-sandbox/sandbox-controller/internal/host"
 	"github.com/roboco-sandbox/sandbox-controller/internal/testenv"
 )
 
-// dockerTestLabel marks everything the real-Docker specs create, with the run's ID,
-// so cleanup finds it (the driver contract suite's label).
-const dockerTestLabel = "sandbox.roboco.io/test"
-
-// realDocker is the Docker engine of the environment: a raw client for the specs'
-// own housekeeping, the run's ID, and the local redis test image.
-type realDocker struct {
-	cli   *client.Client
-	runID string
-	redis string
-}
-
-// newRealDocker connects to the engine; it skips the spec only when
-// SANDBOX_SKIP_DOCKER=1 (a missing engine is a failure). Everything labelled with
-// the run's ID is removed, with its volumes, when the spec ends.
-func newRealDocker() *realDocker {
-	if os.Getenv("SANDBOX_SKIP_DOCKER") == "1" {
-		Skip("SANDBOX_SKIP_DOCKER=1: not testing against a Docker engine")
-	}
-	cli, err := client.New(client.FromEnv)
-	Expect(err).NotTo(HaveOccurred())
-	DeferCleanup(cli.Close)
-	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	_, err = cli.Ping(pctx, client.PingOptions{NegotiateAPIVersion: true})
-	Expect(err).NotTo(HaveOccurred(), "no Docker engine (hack/ensure-docker.sh starts one; SANDBOX_SKIP_DOCKER=1 skips)")
-	b := make([]byte, 4)
-	_, _ = rand.Read(b)
-	img, err := testenv.EngineImages()
-	Expect(err).NotTo(HaveOccurred())
-	rd := &realDocker{cli: cli, runID: hex.EncodeToString(b), redis: img.Plain["redis"]}
-	Expect(rd.redis).NotTo(BeEmpty(), "hack/images.sh --print names no REDIS_IMAGE")
-	DeferCleanup(rd.cleanup)
-	return rd
-}
-
-func (rd *realDocker) labelled(extra map[string]string) map[string]string {
-	labels := map[string]string{dockerTestLabel: rd.runID}
-	for k, v := range extra {
-		labels[k] = v
-	}
-	return labels
-}
-
-// list returns the IDs of the containers carrying labels, in any state.
-func (rd *realDocker) list(labels map[string]string) []string {
-	f := client.Filters{}
-	for k, v := range labels {
-		f.Add("label", k+"="+v)
-	}
-	res, err := rd.cli.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: f})
-	Expect(err).NotTo(HaveOccurred())
-	var ids []string
-	for _, c := range res.Items {
-		ids = append(ids, c.ID)
-	}
-	return ids
-}
-
-func (rd *realDocker) cleanup() {
-	cctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	ids := rd.list(map[string]string{dockerTestLabel: rd.runID})
-	ids = append(ids, rd.list(map[string]string{shost.LabelOwner: "sbx-owner-" + rd.runID})...)
-	// Note: pool members carry their instance, not the run's label.
-	ids = append(ids, rd.list(map[string]string{shost.LabelInstance: "test-" + rd.runID})...)
-	for _, id := range ids {
-		if _, err := rd.cli.ContainerRemove(cctx, id, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true}); err != nil && !cerrdefs.IsNotFound(err) {
-			GinkgoWriter.Printf("cleanup: removing %s: %v\n", id, err)
-		}
-	}
-}
-
-func (rd *realDocker) volumeExists(name string) bool {
-	_, err := rd.cli.VolumeInspect(ctx, name, client.VolumeInspectOptions{})
-	if cerrdefs.IsNotFound(err) {
-		return false
-	}
-	Expect(err).NotTo(HaveOccurred())
-	return true
-}
-
-// realOptions run the engines' local test images on Docker's default bridge.
-//
-// Note: the sweep is scoped to this run's label. The engine is shared (by other
-// test runs, the demo): an unscoped sweep of this spec's control plane would take
-// every other control plane's containers for orphans and reap them.
-func realOptions(rd *realDocker, grace time.Duration) controllers.Options {
-	o := controllers.DefaultOptions()
-	o.GracePeriod = grace
-	o.StopTimeout = 2 * time.Second
-	o.Images = map[string]engine.Images{"redis": {Default: rd.redis}}
-	o.SweepSelector = map[string]string{dockerTestLabel: rd.runID}
-	o.Instance = "test-" + rd.runID
-	return o
-}
-
 var _ = Describe("Lifetime on the real Docker engine", Label("docker"), func() {
 	It("deletes a Sandbox whose owner container is removed, leaving no container or volume, within grace + seconds", func() {
 		const grace = 3 * time.Second
-		rd := newRealDocker()
+		rd := ct.NewRealDocker()
 		driver, err := dd.New()
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(driver.Close)
-		startManager(driver, realOptions(rd, grace))
-		ns := newNamespace()
+		ct.StartManager(driver, ct.RealOptions(rd, grace))
+		ns := ct.NewNamespace()
 
 		By("starting a stand-in agent container and a Sandbox owned by it")
-		owner := "sbx-owner-" + rd.runID
-		Expect(driver.PullImage(ctx, rd.redis, nil)).To(Succeed())
-		_, err = driver.CreateContainer(ctx, dd.ContainerSpec{Name: owner, Image: rd.redis, Cmd: []string{"sleep", "infinity"},
-			Labels: rd.labelled(nil), OwnerLabel: dockerTestLabel, MemoryBytes: 64 << 20,
+		owner := "sbx-owner-" + rd.RunID
+		Expect(driver.PullImage(ctx, rd.Redis, nil)).To(Succeed())
+		_, err = driver.CreateContainer(ctx, dd.ContainerSpec{Name: owner, Image: rd.Redis, Cmd: []string{"sleep", "infinity"},
+			Labels: rd.Labelled(nil), OwnerLabel: ct.DockerTestLabel, MemoryBytes: 64 << 20,
 			Tmpfs: map[string]string{"/data": ""}}) // no anonymous volume for the image's VOLUME: docker rm -f would leave it
 		Expect(err).NotTo(HaveOccurred())
-		sb := newSandbox(ns, "real-owner", "own-"+rd.runID, "redis")
+		sb := ct.NewSandbox(ns, "real-owner", "own-"+rd.RunID, "redis")
 		sb.Spec.Owner = &sandboxv1.OwnerSpec{Policy: sandboxv1.OwnerPolicyContainer, ContainerName: owner,
 			GracePeriod: &metav1.Duration{Duration: grace}}
 		Expect(k8sClient.Create(ctx, sb)).To(Succeed())
-		Eventually(condition(sb, sandboxv1.ConditionReady), 2*time.Minute, 200*time.Millisecond).Should(Equal("True/Ready"))
-		Expect(condition(sb, sandboxv1.ConditionOwnerAlive)()).To(Equal("True/Running"))
-		uid := string(get(sb).UID)
-		ids := rd.list(map[string]string{shost.LabelUID: uid})
+		Eventually(ct.Condition(sb, sandboxv1.ConditionReady), 2*time.Minute, 200*time.Millisecond).Should(Equal("True/Ready"))
+		Expect(ct.Condition(sb, sandboxv1.ConditionOwnerAlive)()).To(Equal("True/Running"))
+		uid := string(ct.Get(sb).UID)
+		ids := rd.List(map[string]string{shost.LabelUID: uid})
 		Expect(ids).To(HaveLen(1))
 		var volumes []string
 		for _, id := range ids {
@@ -165,20 +63,20 @@ var _ = Describe("Lifetime on the real Docker engine", Label("docker"), func() {
 		out, err := exec.Command("docker", "rm", "-f", owner).CombinedOutput()
 		Expect(err).NotTo(HaveOccurred(), string(out))
 		removed := time.Now()
-		Eventually(condition(sb, sandboxv1.ConditionOwnerAlive), "2s", "20ms").Should(Equal("False/Missing"))
-		since := missingSince(sb).Time
+		Eventually(ct.Condition(sb, sandboxv1.ConditionOwnerAlive), "2s", "20ms").Should(Equal("False/Missing"))
+		since := ct.MissingSince(sb).Time
 
 		var containersGone time.Time
 		Eventually(func() []string {
-			left := rd.list(map[string]string{shost.LabelUID: uid})
+			left := rd.List(map[string]string{shost.LabelUID: uid})
 			if len(left) == 0 && containersGone.IsZero() {
 				containersGone = time.Now()
 			}
 			return left
 		}, grace+15*time.Second, 20*time.Millisecond).Should(BeEmpty())
-		Eventually(gone(sb), "10s").Should(BeTrue())
+		Eventually(ct.Gone(sb), "10s").Should(BeTrue())
 		for _, v := range volumes {
-			Expect(rd.volumeExists(v)).To(BeFalse(), "volume %s left behind", v)
+			Expect(rd.VolumeExists(v)).To(BeFalse(), "volume %s left behind", v)
 		}
 		latency := containersGone.Sub(removed) - grace
 		AddReportEntry("owner removed → sandbox containers gone, grace subtracted (real Docker)",
@@ -192,12 +90,12 @@ var _ = Describe("Lifetime on the real Docker engine", Label("docker"), func() {
 		if os.Getenv("SANDBOX_SWEEP_BENCH") != "1" {
 			Skip("set SANDBOX_SWEEP_BENCH=1 to measure the sweep on the real engine (creates 200 containers)")
 		}
-		rd := newRealDocker()
-		calls := testenv.CountDockerCalls(GinkgoT(), rd.cli.DaemonHost())
+		rd := ct.NewRealDocker()
+		calls := testenv.CountDockerCalls(GinkgoT(), rd.Cli.DaemonHost())
 		driver, err := dd.New(dd.WithHost(calls.Host))
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(driver.Close)
-		Expect(driver.PullImage(ctx, rd.redis, nil)).To(Succeed())
+		Expect(driver.PullImage(ctx, rd.Redis, nil)).To(Succeed())
 
 		By("creating 200 containers (never started) labelled as ours, of Sandboxes that do not exist")
 		const n = 200
@@ -209,13 +107,13 @@ var _ = Describe("Lifetime on the real Docker engine", Label("docker"), func() {
 				defer GinkgoRecover()
 				sem <- struct{}{}
 				defer func() { <-sem }()
-				_, err := rd.cli.ContainerCreate(ctx, client.ContainerCreateOptions{
-					Name: fmt.Sprintf("sbx-bench-%s-%d", rd.runID, i),
-					Config: &container.Config{Image: rd.redis, Labels: rd.labelled(map[string]string{
-						shost.LabelSandbox: "1", shost.LabelOwner: "sbx-owner-" + rd.runID,
+				_, err := rd.Cli.ContainerCreate(ctx, client.ContainerCreateOptions{
+					Name: fmt.Sprintf("sbx-bench-%s-%d", rd.RunID, i),
+					Config: &container.Config{Image: rd.Redis, Labels: rd.Labelled(map[string]string{
+						shost.LabelSandbox: "1", shost.LabelOwner: "sbx-owner-" + rd.RunID,
 						shost.LabelNamespace: "bench", shost.LabelName: fmt.Sprintf("bench-%d", i),
 						shost.LabelUID: string(uuid.NewUUID()), shost.LabelEngine: "redis",
-						shost.LabelInstance: "test-" + rd.runID})},
+						shost.LabelInstance: "test-" + rd.RunID})},
 				})
 				Expect(err).NotTo(HaveOccurred())
 			})
@@ -224,9 +122,9 @@ var _ = Describe("Lifetime on the real Docker engine", Label("docker"), func() {
 		GinkgoWriter.Printf("created %d containers in %s\n", n, time.Since(created).Round(time.Millisecond))
 
 		By("sweeping with a grace period nothing reaches: the cost of looking")
-		opts := realOptions(rd, time.Hour)
+		opts := ct.RealOptions(rd, time.Hour)
 		opts.SweepInterval = 500 * time.Millisecond
-		stop := startManager(driver, opts)
+		stop := ct.StartManager(driver, opts)
 		count0, _ := histogram("sandbox_sweep_duration_seconds")
 		Eventually(func() float64 { c, _ := histogram("sandbox_sweep_duration_seconds"); return c }).Should(BeNumerically(">", count0))
 		calls.Reset()
@@ -242,12 +140,12 @@ var _ = Describe("Lifetime on the real Docker engine", Label("docker"), func() {
 		Eventually(func() time.Duration { return time.Since(created) }).Should(BeNumerically(">", 2500*time.Millisecond))
 		calls.Reset()
 		count3, sum3 := histogram("sandbox_sweep_duration_seconds")
-		opts = realOptions(rd, time.Second)
+		opts = ct.RealOptions(rd, time.Second)
 		opts.SweepInterval = time.Hour
-		startManager(driver, opts)
+		ct.StartManager(driver, opts)
 		Eventually(func() float64 { c, _ := histogram("sandbox_sweep_duration_seconds"); return c }, "2m").Should(BeNumerically(">", count3))
 		_, sum4 := histogram("sandbox_sweep_duration_seconds")
-		Expect(rd.list(map[string]string{dockerTestLabel: rd.runID, shost.LabelSandbox: "1"})).To(BeEmpty())
+		Expect(rd.List(map[string]string{ct.DockerTestLabel: rd.RunID, shost.LabelSandbox: "1"})).To(BeEmpty())
 		reap := fmt.Sprintf("%.0f ms for the pass; API calls: %s", (sum4-sum3)*1000, calls.Snapshot().Per(1))
 
 		AddReportEntry("sweep over 200 labelled containers (real Docker)", "look only: "+look+"\nreaping all: "+reap)

@@ -1,4 +1,4 @@
-package controllers_test
+package sandbox_test
 
 import (
 	"fmt"
@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
+	ct "github.com/roboco-sandbox/sandbox-controller/controllers/controllertest"
 )
 
 // What a dashboard sees: every version of the Sandbox the API server sent to a
@@ -21,24 +22,24 @@ import (
 // and so published its first Ready without the OwnerAlive it had set.
 var _ = Describe("Owner status", func() {
 	It("says whether its owner runs in every status from its binding on, a Sandbox that waited Unschedulable included", func() {
-		ns := newNamespace()
-		local, b := newHost(), newHost()
-		registerHost("owner-status-b", nil, nil)
-		seedOwner(b, "roboco-agent-waited-1")
+		ns := ct.NewNamespace()
+		local, b := ct.NewHost(), ct.NewHost()
+		ct.RegisterHost("owner-status-b", nil, nil)
+		ct.SeedOwner(b, "roboco-agent-waited-1")
 		// Note: present, as the real spec pulled it first: the pass that binds it makes it Ready.
-		b.AddImage("redis:8-alpine", upstreamImages["redis:8-alpine"])
-		setHost("owner-status-b", func(s *sandboxv1.DockerHostSpec) { s.Unschedulable = true })
-		fleetOf(local, map[string]*engineSim{"owner-status-b": b})
-		wc, err := client.NewWithWatch(env.Config, client.Options{Scheme: scheme})
+		b.AddImage("redis:8-alpine", ct.UpstreamImages["redis:8-alpine"])
+		ct.SetHost("owner-status-b", func(s *sandboxv1.DockerHostSpec) { s.Unschedulable = true })
+		ct.FleetOf(local, map[string]*ct.EngineSim{"owner-status-b": b})
+		wc, err := client.NewWithWatch(env.Config, client.Options{Scheme: ct.Scheme()})
 		Expect(err).NotTo(HaveOccurred())
 		w, err := wc.Watch(ctx, &sandboxv1.SandboxList{}, client.InNamespace(ns))
 		Expect(err).NotTo(HaveOccurred())
 		defer w.Stop()
 
-		sb := ownedSandbox(ns, "waited", "waited-1", 0, "redis")
+		sb := ct.OwnedSandbox(ns, "waited", "waited-1", 0, "redis")
 		Expect(k8sClient.Create(ctx, sb)).To(Succeed())
-		Eventually(condition(sb, sandboxv1.ConditionReady)).Should(Equal("False/Unschedulable"))
-		setHost("owner-status-b", func(s *sandboxv1.DockerHostSpec) { s.Unschedulable = false })
+		Eventually(ct.Condition(sb, sandboxv1.ConditionReady)).Should(Equal("False/Unschedulable"))
+		ct.SetHost("owner-status-b", func(s *sandboxv1.DockerHostSpec) { s.Unschedulable = false })
 
 		var bound, silent []string // versions bound to its host; those that say nothing of its owner
 		for {
@@ -62,6 +63,6 @@ var _ = Describe("Owner status", func() {
 			}
 		}
 		Expect(silent).To(BeEmpty(), "of the versions bound to its host %v, these say nothing of its owner", bound)
-		Expect(get(sb).Spec.DockerHost).To(Equal("owner-status-b"))
+		Expect(ct.Get(sb).Spec.DockerHost).To(Equal("owner-status-b"))
 	})
 })

@@ -1,4 +1,4 @@
-package controllers_test
+package sandbox_test
 
 import (
 	"sync"
@@ -8,7 +8,7 @@ import (
 	. "github.com/onsi/gomega"
 	ctrl "sigs.k8s.io/controller-runtime"
 
-	"github.com/roboco-sandbox/sandbox-controller/controllers"
+	ct "github.com/roboco-sandbox/sandbox-controller/controllers/controllertest"
 	dd "github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver"
 	"github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver/fake"
 )
@@ -18,7 +18,7 @@ import (
 // service answers once the reconciler has asked to wait answersAfter in all (0:
 // never), whatever the passes themselves took.
 type probeWaits struct {
-	host         *engineSim
+	host         *ct.EngineSim
 	name         string
 	answersAfter time.Duration
 	fail         func() // clear undoes the failing probe
@@ -32,7 +32,7 @@ type probeWaits struct {
 
 // failProbesOf makes the probes of container fail until the Sandbox name has
 // waited answersAfter.
-func failProbesOf(host *engineSim, name, container string, answersAfter time.Duration) *probeWaits {
+func failProbesOf(host *ct.EngineSim, name, container string, answersAfter time.Duration) *probeWaits {
 	clear := host.OnExec(fake.ExecRule{Container: container,
 		Result: dd.ExecResult{ExitCode: 2, Stderr: "psql: error: connection refused"}})
 	DeferCleanup(clear)
@@ -83,15 +83,15 @@ func probesInAMinute(waits []time.Duration) int {
 // reconciler asks for, never on how long anything took.
 var _ = Describe("Probe pacing", func() {
 	var (
-		host *engineSim
+		host *ct.EngineSim
 		ns   string
 	)
 	BeforeEach(func() {
-		host = newHost()
-		ns = newNamespace()
+		host = ct.NewHost()
+		ns = ct.NewNamespace()
 	})
-	start := func(opts controllers.Options, p *probeWaits) {
-		startManagerWith(env.Config, host, controllers.Setup{Options: opts, Sweep: true,
+	start := func(opts ct.Options, p *probeWaits) {
+		ct.StartManagerWith(env.Config, host, ct.Setup{Options: opts, Sweep: true,
 			HostIdentitySettle: time.Millisecond, ObservePass: p.observe})
 	}
 
@@ -100,10 +100,10 @@ var _ = Describe("Probe pacing", func() {
 		// at 2s; every wait is at most 50ms plus a quarter of the time waited so far.
 		const answersAfter = 1300 * time.Millisecond
 		p := failProbesOf(host, "quick", "roboco-sandbox-pg-quick-1", answersAfter)
-		start(testOptions(), p)
-		sb := newSandbox(ns, "quick", "quick-1", "postgres")
+		start(ct.TestOptions(), p)
+		sb := ct.NewSandbox(ns, "quick", "quick-1", "postgres")
 		Expect(k8sClient.Create(ctx, sb)).To(Succeed())
-		waitReady(sb)
+		ct.WaitReady(sb)
 
 		waits := p.recorded()
 		var waited, prev time.Duration
@@ -117,11 +117,11 @@ var _ = Describe("Probe pacing", func() {
 	})
 
 	It("slows its probes of a service that never answers to one a second, soon", func() {
-		opts := testOptions()
+		opts := ct.TestOptions()
 		opts.ProbeDeadlines = map[string]time.Duration{"postgres": time.Minute}
 		p := failProbesOf(host, "silent", "roboco-sandbox-pg-silent-1", 0)
 		start(opts, p)
-		sb := newSandbox(ns, "silent", "silent-1", "postgres")
+		sb := ct.NewSandbox(ns, "silent", "silent-1", "postgres")
 		Expect(k8sClient.Create(ctx, sb)).To(Succeed())
 		atOneSecond := func() int {
 			n := 0

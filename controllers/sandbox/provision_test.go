@@ -1,4 +1,4 @@
-package controllers_test
+package sandbox_test
 
 import (
 	"strings"
@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
+	ct "github.com/roboco-sandbox/sandbox-controller/controllers/controllertest"
 	dd "github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver"
 	"github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver/fake"
 	"github.com/roboco-sandbox/sandbox-controller/internal/engine"
@@ -18,24 +19,24 @@ import (
 
 var _ = Describe("Provisioning", func() {
 	var (
-		host *engineSim
+		host *ct.EngineSim
 		ns   string
 	)
 	BeforeEach(func() {
-		host = newHost()
-		ns = newNamespace()
-		startManager(host, testOptions())
+		host = ct.NewHost()
+		ns = ct.NewNamespace()
+		ct.StartManager(host, ct.TestOptions())
 	})
 
 	DescribeTable("makes each engine and the trio Ready with working credentials",
 		func(engines []string, wantKeys []string) {
-			sb := newSandbox(ns, "happy", "agent-"+strings.Join(engines, "-"), engines...)
+			sb := ct.NewSandbox(ns, "happy", "agent-"+strings.Join(engines, "-"), engines...)
 			Expect(k8sClient.Create(ctx, sb)).To(Succeed())
-			got := waitReady(sb)
+			got := ct.WaitReady(sb)
 
 			By("publishing exactly the engines' variables in the Secret named in status")
 			Expect(got.Status.SecretName).To(Equal("happy-sandbox"))
-			secret := secretOf(sb)
+			secret := ct.SecretOf(sb)
 			keys := []string{}
 			for k := range secret {
 				keys = append(keys, k)
@@ -58,7 +59,7 @@ var _ = Describe("Provisioning", func() {
 				Expect(s.Port).To(BeNumerically(">", 0))
 				Expect(s.Restarts).To(BeZero())
 			}
-			status := strings.Join(strings.Fields(strings.ReplaceAll(toJSON(got.Status), ",", " ")), " ")
+			status := strings.Join(strings.Fields(strings.ReplaceAll(ct.ToJSON(got.Status), ",", " ")), " ")
 			for k, v := range secret {
 				if strings.HasSuffix(k, "_PASSWORD") {
 					Expect(status).NotTo(ContainSubstring(v))
@@ -77,7 +78,7 @@ var _ = Describe("Provisioning", func() {
 			Expect(meta.FindStatusCondition(got.Status.Conditions, sandboxv1.ConditionReconciling)).To(BeNil())
 
 			By("running each container as upstream does, labelled with our UID")
-			cs := containersOf(host, sb)
+			cs := ct.ContainersOf(host, sb)
 			Expect(cs).To(HaveLen(len(engines)))
 			for _, summary := range cs {
 				c, ok := host.Peek(summary.ID)
@@ -90,11 +91,11 @@ var _ = Describe("Provisioning", func() {
 				Expect(c.MemoryBytes).To(Equal(int64(512 << 20)))
 				Expect(c.NanoCPUs).To(Equal(int64(1e9)))
 				Expect(c.PidsLimit).To(BeNumerically(">", 0))
-				Expect(c.Networks).To(HaveKey(testNetwork))
-				Expect(c.Networks[testNetwork].Aliases).To(ContainElement(c.Name))
+				Expect(c.Networks).To(HaveKey(ct.TestNetwork))
+				Expect(c.Networks[ct.TestNetwork].Aliases).To(ContainElement(c.Name))
 			}
 			Expect(host.Volumes()).To(BeEmpty(), "tmpfs covers every VOLUME: no anonymous volume")
-			Eventually(eventReasons(sb)).Should(ContainElement("Provisioned"))
+			Eventually(ct.EventReasons(sb)).Should(ContainElement("Provisioned"))
 		},
 		Entry("postgres", []string{"postgres"}, []string{"ROBOCO_TEST_DB_HOST", "ROBOCO_TEST_DB_PORT",
 			"ROBOCO_TEST_DB_USER", "ROBOCO_TEST_DB_PASSWORD", "ROBOCO_TEST_DB_ADMIN_DB", "ROBOCO_TEST_DB_URL"}),
@@ -111,10 +112,10 @@ var _ = Describe("Provisioning", func() {
 
 	It("publishes a host that resolvers accept for the longest agentID", func() {
 		agentID := strings.Repeat("a", 54) + "-agent-01" // 63 characters, the API's limit
-		sb := newSandbox(ns, "long", agentID, "postgres", "redis", "mongo")
+		sb := ct.NewSandbox(ns, "long", agentID, "postgres", "redis", "mongo")
 		Expect(k8sClient.Create(ctx, sb)).To(Succeed())
-		got := waitReady(sb)
-		secret := secretOf(sb)
+		got := ct.WaitReady(sb)
+		secret := ct.SecretOf(sb)
 		hostKeys := map[sandboxv1.Engine]string{"postgres": "ROBOCO_TEST_DB_HOST", "redis": "ROBOCO_TEST_REDIS_HOST", "mongo": "ROBOCO_TEST_MONGO_HOST"}
 		for _, s := range got.Status.Services {
 			Expect(len(s.ContainerName)).To(BeNumerically(">", 63), "the container keeps upstream's name")
@@ -123,18 +124,18 @@ var _ = Describe("Provisioning", func() {
 			Expect(secret[hostKeys[s.Engine]]).To(Equal(s.Host), "the Secret publishes the status' host")
 			c, ok := host.Peek(s.ContainerID)
 			Expect(ok).To(BeTrue())
-			Expect(c.Networks[testNetwork].Aliases).To(ContainElements(s.ContainerName, s.Host))
+			Expect(c.Networks[ct.TestNetwork].Aliases).To(ContainElements(s.ContainerName, s.Host))
 		}
 	})
 
 	It("activates and verifies features on the kitchen-sink images", func() {
-		sb := newSandbox(ns, "features", "feat-1")
+		sb := ct.NewSandbox(ns, "features", "feat-1")
 		sb.Spec.Services = []sandboxv1.ServiceSpec{
 			{Engine: "postgres", Features: []sandboxv1.Feature{"vector", "uuid-ossp"}},
 			{Engine: "redis", Features: []sandboxv1.Feature{"json", "bloom"}},
 		}
 		Expect(k8sClient.Create(ctx, sb)).To(Succeed())
-		got := waitReady(sb)
+		got := ct.WaitReady(sb)
 		Expect(got.Status.Services[0].Image).To(Equal("roboco-sandbox-pg:latest"))
 		Expect(got.Status.Services[0].Features).To(ConsistOf(sandboxv1.Feature("vector"), sandboxv1.Feature("uuid-ossp")))
 		Expect(got.Status.Services[1].Image).To(Equal("redis/redis-stack-server:latest"))
@@ -143,18 +144,18 @@ var _ = Describe("Provisioning", func() {
 
 	It("shares one pull between Sandboxes that need the same image", func() {
 		release := host.HoldPull("postgres:16-alpine")
-		a := newSandbox(ns, "a", "share-a", "postgres")
-		b := newSandbox(ns, "b", "share-b", "postgres")
+		a := ct.NewSandbox(ns, "a", "share-a", "postgres")
+		b := ct.NewSandbox(ns, "b", "share-b", "postgres")
 		Expect(k8sClient.Create(ctx, a)).To(Succeed())
 		Expect(k8sClient.Create(ctx, b)).To(Succeed())
-		Eventually(condition(a, sandboxv1.ConditionImagesReady)).Should(Equal("False/Pulling"))
-		Eventually(condition(b, sandboxv1.ConditionImagesReady)).Should(Equal("False/Pulling"))
-		Expect(conditionOf(a, sandboxv1.ConditionImagesReady).Message).To(ContainSubstring("pulling postgres:16-alpine for"))
-		Expect(conditionOf(a, sandboxv1.ConditionReady).Reason).To(Equal(sandboxv1.ReasonProvisioning))
-		Expect(conditionOf(a, sandboxv1.ConditionReconciling).Status).To(BeEquivalentTo("True"))
+		Eventually(ct.Condition(a, sandboxv1.ConditionImagesReady)).Should(Equal("False/Pulling"))
+		Eventually(ct.Condition(b, sandboxv1.ConditionImagesReady)).Should(Equal("False/Pulling"))
+		Expect(ct.ConditionOf(a, sandboxv1.ConditionImagesReady).Message).To(ContainSubstring("pulling postgres:16-alpine for"))
+		Expect(ct.ConditionOf(a, sandboxv1.ConditionReady).Reason).To(Equal(sandboxv1.ReasonProvisioning))
+		Expect(ct.ConditionOf(a, sandboxv1.ConditionReconciling).Status).To(BeEquivalentTo("True"))
 		release()
-		waitReady(a)
-		waitReady(b)
+		ct.WaitReady(a)
+		ct.WaitReady(b)
 		Expect(host.RegistryPulls("postgres:16-alpine")).To(Equal(1))
 	})
 
@@ -162,17 +163,17 @@ var _ = Describe("Provisioning", func() {
 		// Each create and each exec takes a while, so overlapping calls are seen.
 		host.Inject(fake.Fault{Verb: fake.VerbCreateContainer, Delay: 300 * time.Millisecond})
 		host.Inject(fake.Fault{Verb: fake.VerbExec, Delay: 300 * time.Millisecond})
-		sb := newSandbox(ns, "parallel", "parallel-1", "postgres", "redis", "mongo")
+		sb := ct.NewSandbox(ns, "parallel", "parallel-1", "postgres", "redis", "mongo")
 		Expect(k8sClient.Create(ctx, sb)).To(Succeed())
-		waitReady(sb)
-		Expect(host.peakConcurrency("create")).To(Equal(3))
-		Expect(host.peakConcurrency("exec")).To(Equal(3))
+		ct.WaitReady(sb)
+		Expect(host.PeakConcurrency("create")).To(Equal(3))
+		Expect(host.PeakConcurrency("exec")).To(Equal(3))
 	})
 
 	It("costs no Docker call while a Ready Sandbox does not change", func() {
-		sb := newSandbox(ns, "steady", "steady-1", "postgres", "redis")
+		sb := ct.NewSandbox(ns, "steady", "steady-1", "postgres", "redis")
 		Expect(k8sClient.Create(ctx, sb)).To(Succeed())
-		waitReady(sb)
+		ct.WaitReady(sb)
 		// Events of the provisioning itself may still re-queue it once: wait for a
 		// quiet second, then count.
 		Eventually(func() int {
@@ -195,15 +196,15 @@ var _ = Describe("Provisioning", func() {
 
 var _ = Describe("Operator options", func() {
 	It("run the operator's images and resource defaults, never the author's", func() {
-		opts := testOptions()
+		opts := ct.TestOptions()
 		opts.Images = map[string]engine.Images{"redis": {Default: "localhost:5001/sandbox-test/redis:7"}}
 		opts.DefaultMemory = resource.MustParse("128Mi")
-		host := newHost()
+		host := ct.NewHost()
 		host.AddRegistryImage("localhost:5001/sandbox-test/redis:7", fake.Image{})
-		startManager(host, opts)
-		sb := newSandbox(newNamespace(), "override", "override-1", "redis")
+		ct.StartManager(host, opts)
+		sb := ct.NewSandbox(ct.NewNamespace(), "override", "override-1", "redis")
 		Expect(k8sClient.Create(ctx, sb)).To(Succeed())
-		got := waitReady(sb)
+		got := ct.WaitReady(sb)
 		Expect(got.Status.Services[0].Image).To(Equal("localhost:5001/sandbox-test/redis:7"))
 		c, _ := host.Peek(got.Status.Services[0].ContainerID)
 		Expect(c.Image).To(Equal("localhost:5001/sandbox-test/redis:7"))

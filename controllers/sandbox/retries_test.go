@@ -1,13 +1,15 @@
-package controllers_test
+package sandbox_test
 
 import (
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
+	ct "github.com/roboco-sandbox/sandbox-controller/controllers/controllertest"
 	dd "github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver"
 	"github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver/fake"
 )
@@ -18,7 +20,7 @@ import (
 const hotLoopWindow = 6 * time.Second
 
 // creates counts the create calls of a window of hotLoopWindow.
-func createsIn(host *engineSim) int {
+func createsIn(host *ct.EngineSim) int {
 	before := host.Calls(fake.VerbCreateContainer)
 	time.Sleep(hotLoopWindow)
 	return host.Calls(fake.VerbCreateContainer) - before
@@ -28,45 +30,45 @@ func createsIn(host *engineSim) int {
 // retry can fix stalls, and a stalled Sandbox resumes when what blocked it goes.
 var _ = Describe("Retries", func() {
 	var (
-		host *engineSim
+		host *ct.EngineSim
 		ns   string
 	)
 	BeforeEach(func() {
-		host = newHost()
-		ns = newNamespace()
-		startManager(host, testOptions())
+		host = ct.NewHost()
+		ns = ct.NewNamespace()
+		ct.StartManager(host, ct.TestOptions())
 	})
 
 	It("backs off a container whose start keeps failing, whatever its own create and destroy events say", func() {
 		// Docker creates the container, refuses to start it, and the driver removes it:
 		// events create and destroy, the Sandbox's own labels on both.
 		clear := host.Inject(fake.Fault{Verb: fake.VerbCreateContainer, AtStart: true,
-			Err: errString("Error response from daemon: failed to create shim task: OCI runtime create failed: fork/exec: resource temporarily unavailable")})
-		sb := newSandbox(ns, "startfail", "startfail-1", "redis")
+			Err: ct.ErrString("Error response from daemon: failed to create shim task: OCI runtime create failed: fork/exec: resource temporarily unavailable")})
+		sb := ct.NewSandbox(ns, "startfail", "startfail-1", "redis")
 		Expect(k8sClient.Create(ctx, sb)).To(Succeed())
 		Eventually(func() int { return host.Calls(fake.VerbCreateContainer) }).Should(BeNumerically(">=", 1))
 
 		n := createsIn(host)
 		AddReportEntry("creates in the window while the start keeps failing", n)
 		Expect(n).To(BeNumerically("<=", 5), "creates in %s", hotLoopWindow)
-		Expect(conditionOf(sb, sandboxv1.ConditionReconciling).Message).To(ContainSubstring("resource temporarily unavailable"))
-		Expect(condition(sb, sandboxv1.ConditionStalled)()).To(BeEmpty(), "a retry may fix this one")
-		Eventually(eventReasons(sb)).Should(ContainElement(sandboxv1.ReasonDockerError))
+		Expect(ct.ConditionOf(sb, sandboxv1.ConditionReconciling).Message).To(ContainSubstring("resource temporarily unavailable"))
+		Expect(ct.Condition(sb, sandboxv1.ConditionStalled)()).To(BeEmpty(), "a retry may fix this one")
+		Eventually(ct.EventReasons(sb)).Should(ContainElement(sandboxv1.ReasonDockerError))
 
 		clear()
-		Eventually(condition(sb, sandboxv1.ConditionReady), 30*time.Second).Should(Equal("True/Ready"))
+		Eventually(ct.Condition(sb, sandboxv1.ConditionReady), 30*time.Second).Should(Equal("True/Ready"))
 	})
 
 	It("stalls with the daemon's words on a start Docker refuses for the container's config", func() {
 		host.Inject(fake.Fault{Verb: fake.VerbCreateContainer, AtStart: true,
 			Err: dd.NewError("start", "roboco-sandbox-redis-refused-1", dd.ErrInvalid,
-				errString(`Error response from daemon: OCI runtime create failed: failed to write "500": cpu.cfs_quota_us: invalid argument`))})
-		sb := newSandbox(ns, "refused", "refused-1", "redis")
+				ct.ErrString(`Error response from daemon: OCI runtime create failed: failed to write "500": cpu.cfs_quota_us: invalid argument`))})
+		sb := ct.NewSandbox(ns, "refused", "refused-1", "redis")
 		Expect(k8sClient.Create(ctx, sb)).To(Succeed())
-		Eventually(condition(sb, sandboxv1.ConditionStalled)).Should(Equal("True/InvalidSpec"))
-		Expect(conditionOf(sb, sandboxv1.ConditionStalled).Message).To(ContainSubstring("cpu.cfs_quota_us: invalid argument"))
-		Expect(condition(sb, sandboxv1.ConditionReady)()).To(Equal("False/Failed"))
-		Eventually(eventReasons(sb)).Should(ContainElement(sandboxv1.ReasonInvalidSpec))
+		Eventually(ct.Condition(sb, sandboxv1.ConditionStalled)).Should(Equal("True/InvalidSpec"))
+		Expect(ct.ConditionOf(sb, sandboxv1.ConditionStalled).Message).To(ContainSubstring("cpu.cfs_quota_us: invalid argument"))
+		Expect(ct.Condition(sb, sandboxv1.ConditionReady)()).To(Equal("False/Failed"))
+		Eventually(ct.EventReasons(sb)).Should(ContainElement(sandboxv1.ReasonInvalidSpec))
 		Expect(createsIn(host)).To(BeZero(), "a stalled Sandbox retries only after a change (or the slow recheck)")
 	})
 
@@ -76,11 +78,11 @@ var _ = Describe("Retries", func() {
 		// Postgres answers only from its third probe on: it needs the pass's requeues.
 		host.OnExec(fake.ExecRule{Container: "roboco-sandbox-pg-sibling-1", Times: 2,
 			Result: dd.ExecResult{ExitCode: 2, Stderr: "the database system is starting up"}})
-		sb := newSandbox(ns, "sibling", "sibling-1", "postgres", "redis")
+		sb := ct.NewSandbox(ns, "sibling", "sibling-1", "postgres", "redis")
 		Expect(k8sClient.Create(ctx, sb)).To(Succeed())
-		Eventually(condition(sb, sandboxv1.ConditionStalled)).Should(Equal("True/NameConflict"))
+		Eventually(ct.Condition(sb, sandboxv1.ConditionStalled)).Should(Equal("True/NameConflict"))
 		Eventually(func() bool {
-			for _, s := range get(sb).Status.Services {
+			for _, s := range ct.Get(sb).Status.Services {
 				if s.Engine == "postgres" {
 					return s.Ready
 				}
@@ -93,42 +95,42 @@ var _ = Describe("Retries", func() {
 		// The first probe reaches the container only after its whole deadline (3s) has
 		// passed, and fails: one late attempt is no timeout.
 		host.Inject(fake.Fault{Verb: fake.VerbExec, Delay: 4 * time.Second, Times: 1,
-			Err: errString("connection refused")})
-		sb := newSandbox(ns, "late", "late-1", "redis")
+			Err: ct.ErrString("connection refused")})
+		sb := ct.NewSandbox(ns, "late", "late-1", "redis")
 		Expect(k8sClient.Create(ctx, sb)).To(Succeed())
-		waitReady(sb)
-		Expect(eventReasons(sb)()).NotTo(ContainElement(sandboxv1.ReasonProbeTimeout))
+		ct.WaitReady(sb)
+		Expect(ct.EventReasons(sb)()).NotTo(ContainElement(sandboxv1.ReasonProbeTimeout))
 	})
 
 	It("resumes within seconds once a foreign container holding its name is removed", func() {
 		blocker, err := host.SeedContainer(dd.ContainerSpec{Name: "roboco-sandbox-redis-freed-1", Image: "redis:8-alpine"}, true)
 		Expect(err).NotTo(HaveOccurred())
-		sb := newSandbox(ns, "freed", "freed-1", "redis")
+		sb := ct.NewSandbox(ns, "freed", "freed-1", "redis")
 		Expect(k8sClient.Create(ctx, sb)).To(Succeed())
-		Eventually(condition(sb, sandboxv1.ConditionStalled)).Should(Equal("True/NameConflict"))
+		Eventually(ct.Condition(sb, sandboxv1.ConditionStalled)).Should(Equal("True/NameConflict"))
 		Expect(host.DeleteContainer(blocker.ID)).To(Succeed()) // docker rm -f
-		Eventually(condition(sb, sandboxv1.ConditionReady), 10*time.Second).Should(Equal("True/Ready"))
+		Eventually(ct.Condition(sb, sandboxv1.ConditionReady), 10*time.Second).Should(Equal("True/Ready"))
 	})
 
 	It("resumes within seconds once the Sandbox that held its name is deleted", func() {
-		first := newSandbox(ns, "holder", "handover-1", "redis")
+		first := ct.NewSandbox(ns, "holder", "handover-1", "redis")
 		Expect(k8sClient.Create(ctx, first)).To(Succeed())
-		waitReady(first)
-		second := newSandbox(newNamespace(), "waiter", "handover-1", "redis")
+		ct.WaitReady(first)
+		second := ct.NewSandbox(ct.NewNamespace(), "waiter", "handover-1", "redis")
 		Expect(k8sClient.Create(ctx, second)).To(Succeed())
-		Eventually(condition(second, sandboxv1.ConditionStalled)).Should(Equal("True/NameConflict"))
+		Eventually(ct.Condition(second, sandboxv1.ConditionStalled)).Should(Equal("True/NameConflict"))
 		Expect(k8sClient.Delete(ctx, first)).To(Succeed())
-		Eventually(condition(second, sandboxv1.ConditionReady), 10*time.Second).Should(Equal("True/Ready"))
+		Eventually(ct.Condition(second, sandboxv1.ConditionReady), 10*time.Second).Should(Equal("True/Ready"))
 	})
 
 	It("resumes within seconds once a foreign Secret holding its Secret's name is deleted", func() {
-		foreign := &corev1Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "secretheld-sandbox"},
+		foreign := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "secretheld-sandbox"},
 			StringData: map[string]string{"note": "not the controller's"}}
 		Expect(k8sClient.Create(ctx, foreign)).To(Succeed())
-		sb := newSandbox(ns, "secretheld", "secretheld-1", "redis")
+		sb := ct.NewSandbox(ns, "secretheld", "secretheld-1", "redis")
 		Expect(k8sClient.Create(ctx, sb)).To(Succeed())
-		Eventually(condition(sb, sandboxv1.ConditionStalled)).Should(Equal("True/SecretConflict"))
+		Eventually(ct.Condition(sb, sandboxv1.ConditionStalled)).Should(Equal("True/SecretConflict"))
 		Expect(k8sClient.Delete(ctx, foreign)).To(Succeed())
-		Eventually(condition(sb, sandboxv1.ConditionReady), 10*time.Second).Should(Equal("True/Ready"))
+		Eventually(ct.Condition(sb, sandboxv1.ConditionReady), 10*time.Second).Should(Equal("True/Ready"))
 	})
 })

@@ -1,4 +1,4 @@
-package controllers_test
+package sandbox_test
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
-	"github.com/roboco-sandbox/sandbox-controller/controllers"
+	ct "github.com/roboco-sandbox/sandbox-controller/controllers/controllertest"
 )
 
 // laggingClient is the manager's client, for one Sandbox: its status writes
@@ -89,23 +89,23 @@ func (s laggingStatus) Patch(ctx context.Context, obj client.Object, patch clien
 // took.
 var _ = Describe("Status memory", func() {
 	It("publishes all a pass learned after its status write failed, while the cache lags behind the manager's writes", func() {
-		host := newHost()
-		host.AddImage("redis:8-alpine", upstreamImages["redis:8-alpine"]) // its pass after the failure makes it Ready
-		ns := newNamespace()
-		sb := newSandbox(ns, "lagging", "lagging-1", "redis")
+		host := ct.NewHost()
+		host.AddImage("redis:8-alpine", ct.UpstreamImages["redis:8-alpine"]) // its pass after the failure makes it Ready
+		ns := ct.NewNamespace()
+		sb := ct.NewSandbox(ns, "lagging", "lagging-1", "redis")
 		// Note: pinned, so that the host's first pass writes the finalizer (placement did not):
 		// a write of the pass that succeeds before its status writes fail.
-		sb.Spec.DockerHost = controllers.DefaultDockerHostName
+		sb.Spec.DockerHost = ct.DefaultDockerHostName
 		lc, newClient := newLaggingClient(client.ObjectKeyFromObject(sb))
-		startManagerClient(env.Config, host, controllers.Setup{Options: testOptions(), Sweep: true, HostIdentitySettle: time.Millisecond}, controllers.CacheOptions(), newClient)
+		ct.StartManagerClient(env.Config, host, ct.Setup{Options: ct.TestOptions(), Sweep: true, HostIdentitySettle: time.Millisecond}, ct.CacheOptions(), newClient)
 		Expect(k8sClient.Create(ctx, sb)).To(Succeed())
 
-		waitReady(sb)
+		ct.WaitReady(sb)
 		lc.mu.Lock()
 		Expect(lc.failed).To(BeTrue(), "no status write failed: the spec tested nothing")
 		lc.mu.Unlock()
-		got := get(sb)
+		got := ct.Get(sb)
 		Expect(got.Status.DockerHost).NotTo(BeNil(), "Ready, and its status does not say which Docker host it is bound to")
-		Expect(condition(sb, sandboxv1.ConditionOwnerAlive)()).To(Equal("True/NoOwner"))
+		Expect(ct.Condition(sb, sandboxv1.ConditionOwnerAlive)()).To(Equal("True/NoOwner"))
 	})
 })

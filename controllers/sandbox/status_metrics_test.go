@@ -1,4 +1,4 @@
-package controllers_test
+package sandbox_test
 
 import (
 	"fmt"
@@ -7,26 +7,28 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	ct "github.com/roboco-sandbox/sandbox-controller/controllers/controllertest"
 )
 
 // What a dashboard scrapes of each Sandbox, through the manager's own registry.
 var _ = Describe("Per-Sandbox metrics", func() {
 	It("report each condition of each Sandbox with its status and reason, and drop them when the Sandbox goes", func() {
-		host := newHost()
-		ns := newNamespace()
-		startManager(host, testOptions())
-		sb := newSandbox(ns, "metrics", "metrics-1", "postgres")
+		host := ct.NewHost()
+		ns := ct.NewNamespace()
+		ct.StartManager(host, ct.TestOptions())
+		sb := ct.NewSandbox(ns, "metrics", "metrics-1", "postgres")
 		Expect(k8sClient.Create(ctx, sb)).To(Succeed())
-		waitReady(sb)
+		ct.WaitReady(sb)
 		Eventually(func() []string { return conditionSeries(ns, "metrics") }).Should(And(
 			ContainElement("Ready=True/Ready agent=metrics-1"),
 			ContainElement("ServicesReady=True/Ready agent=metrics-1"),
 			ContainElement("OwnerAlive=True/NoOwner agent=metrics-1"),
 		))
-		Expect(conditionSeries(ns, "metrics")).To(HaveLen(len(get(sb).Status.Conditions)), "one series per condition type")
+		Expect(conditionSeries(ns, "metrics")).To(HaveLen(len(ct.Get(sb).Status.Conditions)), "one series per condition type")
 
 		Expect(k8sClient.Delete(ctx, sb)).To(Succeed())
-		Eventually(gone(sb)).Should(BeTrue())
+		Eventually(ct.Gone(sb)).Should(BeTrue())
 		Eventually(func() []string { return conditionSeries(ns, "metrics") }).Should(BeEmpty())
 	})
 })

@@ -1,4 +1,4 @@
-package controllers_test
+package sandboxpool_test
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
+	ct "github.com/roboco-sandbox/sandbox-controller/controllers/controllertest"
 	dd "github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver"
 )
 
@@ -48,7 +49,7 @@ func (h *heldRemovals) Remove(ctx context.Context, nameOrID string, stopTimeout 
 // redisKey reads key through the Secret's URL of sb, as its agent would: "" when
 // it is absent.
 func redisKey(sb *sandboxv1.Sandbox, key string) (string, error) {
-	opts, err := goredis.ParseURL(secretOf(sb)[sandboxv1.RedisURLKey])
+	opts, err := goredis.ParseURL(ct.SecretOf(sb)[sandboxv1.RedisURLKey])
 	if err != nil {
 		return "", err
 	}
@@ -73,32 +74,32 @@ var _ = Describe("Warm pools on the real Docker engine, a claimed member whose S
 		agent  string
 	)
 	BeforeEach(func() {
-		rd := newRealDocker()
+		rd := ct.NewRealDocker()
 		real, err := dd.New()
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(real.Close)
-		Expect(real.PullImage(ctx, rd.redis, nil)).To(Succeed())
+		Expect(real.PullImage(ctx, rd.Redis, nil)).To(Succeed())
 		driver = &heldRemovals{Driver: real, held: map[string]bool{}}
-		opts := realOptions(rd, 3*time.Second)
+		opts := ct.RealOptions(rd, 3*time.Second)
 		opts.SweepInterval = 500 * time.Millisecond
-		startManager(driver, opts)
-		ns, agent = newNamespace(), "left-"+rd.runID
-		pool = newPool(ns, "redis", "redis", 1)
+		ct.StartManager(driver, opts)
+		ns, agent = ct.NewNamespace(), "left-"+rd.RunID
+		pool = ct.NewPool(ns, "redis", "redis", 1)
 		Expect(k8sClient.Create(ctx, pool)).To(Succeed())
-		Eventually(poolCounts(pool), 2*time.Minute).Should(Equal([3]int64{1, 1, 0}))
+		Eventually(ct.PoolCounts(pool), 2*time.Minute).Should(Equal([3]int64{1, 1, 0}))
 	})
 
 	// leftover is a Sandbox served by the pool's member, its agent's key
 	// written through its Secret's URL, deleted with its finalizer removed by
 	// hand; the sweep cannot remove the member until release.
 	leftover := func() (id string, release func()) {
-		sb := newSandbox(ns, "first", agent, "redis")
+		sb := ct.NewSandbox(ns, "first", agent, "redis")
 		Expect(k8sClient.Create(ctx, sb)).To(Succeed())
-		Eventually(condition(sb, sandboxv1.ConditionReady), 2*time.Minute).Should(Equal("True/Ready"))
-		id = get(sb).Status.Claims["redis"].ContainerID
+		Eventually(ct.Condition(sb, sandboxv1.ConditionReady), 2*time.Minute).Should(Equal("True/Ready"))
+		id = ct.Get(sb).Status.Claims["redis"].ContainerID
 		Expect(id).NotTo(BeEmpty(), "not served by a member")
 		Eventually(func() error {
-			opts, err := goredis.ParseURL(secretOf(sb)[sandboxv1.RedisURLKey])
+			opts, err := goredis.ParseURL(ct.SecretOf(sb)[sandboxv1.RedisURLKey])
 			if err != nil {
 				return err
 			}
@@ -106,11 +107,11 @@ var _ = Describe("Warm pools on the real Docker engine, a claimed member whose S
 			defer func() { _ = rdb.Close() }()
 			return rdb.Set(ctx, key, "the first agent's data", 0).Err()
 		}, "30s").Should(Succeed())
-		Expect(redisKey(get(sb), key)).To(Equal("the first agent's data"))
+		Expect(redisKey(ct.Get(sb), key)).To(Equal("the first agent's data"))
 		release = driver.hold(id)
 		DeferCleanup(release)
-		stripFinalizers(get(sb))
-		Eventually(gone(sb)).Should(BeTrue())
+		ct.StripFinalizers(ct.Get(sb))
+		Eventually(ct.Gone(sb)).Should(BeTrue())
 		return id, release
 	}
 
@@ -121,40 +122,40 @@ var _ = Describe("Warm pools on the real Docker engine, a claimed member whose S
 		Expect(k8sClient.Create(ctx, next)).To(Succeed())
 		Consistently(func() []string {
 			var out []string
-			for _, s := range get(next).Status.Services {
+			for _, s := range ct.Get(next).Status.Services {
 				out = append(out, s.ContainerID)
 			}
-			return append(out, eventReasons(next)()...)
+			return append(out, ct.EventReasons(next)()...)
 		}, 5*time.Second, 200*time.Millisecond).ShouldNot(ContainElement(BeElementOf(id, sandboxv1.EventClaimRecovered)),
 			"the leftover member of another Sandbox served the new one")
-		Expect(condition(next, sandboxv1.ConditionStalled)()).To(Equal("True/NameConflict"))
+		Expect(ct.Condition(next, sandboxv1.ConditionStalled)()).To(Equal("True/NameConflict"))
 
 		release()
 		Eventually(func() error { _, err := driver.Inspect(ctx, id); return err }, "30s").Should(MatchError(dd.ErrNotFound),
 			"the leftover member was not reaped")
-		Eventually(condition(next, sandboxv1.ConditionReady), 2*time.Minute).Should(Equal("True/Ready"))
-		Expect(get(next).Status.Services[0].ContainerID).NotTo(Equal(id))
-		Expect(eventReasons(next)()).NotTo(ContainElement(sandboxv1.EventClaimRecovered))
-		Eventually(func() (string, error) { return redisKey(get(next), key) }, "30s").Should(BeEmpty(),
+		Eventually(ct.Condition(next, sandboxv1.ConditionReady), 2*time.Minute).Should(Equal("True/Ready"))
+		Expect(ct.Get(next).Status.Services[0].ContainerID).NotTo(Equal(id))
+		Expect(ct.EventReasons(next)()).NotTo(ContainElement(sandboxv1.EventClaimRecovered))
+		Eventually(func() (string, error) { return redisKey(ct.Get(next), key) }, "30s").Should(BeEmpty(),
 			"the new Sandbox reads the first agent's key")
 	}
 
 	It("never serves it to a new Sandbox of its agentID that starts cold (policy Never, the pool scaled to 0)", func() {
 		id, release := leftover()
-		p := getPool(pool)
+		p := ct.GetPool(pool)
 		p.Spec.Replicas = ptr.To(int32(0))
 		Expect(k8sClient.Update(ctx, p)).To(Succeed())
-		Eventually(poolCounts(pool), time.Minute).Should(Equal([3]int64{0, 0, 1})) // the leftover counts as claimed
+		Eventually(ct.PoolCounts(pool), time.Minute).Should(Equal([3]int64{0, 0, 1})) // the leftover counts as claimed
 
-		next := newSandbox(ns, "second", agent, "redis")
+		next := ct.NewSandbox(ns, "second", agent, "redis")
 		next.Spec.Pools = &sandboxv1.PoolSelection{Policy: sandboxv1.PoolPolicyNever}
 		nextServed(next, id, release)
-		Expect(get(next).Status.Claims).To(BeEmpty())
+		Expect(ct.Get(next).Status.Claims).To(BeEmpty())
 	})
 
 	It("never serves it to a new Sandbox of its agentID that claims from a full pool", func() {
 		id, release := leftover()
-		Eventually(poolCounts(pool), 2*time.Minute).Should(Equal([3]int64{1, 1, 1})) // refilled; the leftover counts as claimed
-		nextServed(newSandbox(ns, "third", agent, "redis"), id, release)
+		Eventually(ct.PoolCounts(pool), 2*time.Minute).Should(Equal([3]int64{1, 1, 1})) // refilled; the leftover counts as claimed
+		nextServed(ct.NewSandbox(ns, "third", agent, "redis"), id, release)
 	})
 })

@@ -1,4 +1,4 @@
-package controllers_test
+package sandboxpool_test
 
 import (
 	"time"
@@ -8,6 +8,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
+	ct "github.com/roboco-sandbox/sandbox-controller/controllers/controllertest"
 	dd "github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver"
 	"github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver/fake"
 )
@@ -16,31 +17,31 @@ import (
 // and no other, even one of the same agentID made after it (issue 37, item 1).
 var _ = Describe("Warm pools, a claimed member whose Sandbox went without its teardown", func() {
 	var (
-		host *engineSim
+		host *ct.EngineSim
 		ns   string
 		pool *sandboxv1.SandboxPool
 	)
 	BeforeEach(func() {
-		host = newHost()
-		ns = newNamespace()
-		opts := testOptions()
+		host = ct.NewHost()
+		ns = ct.NewNamespace()
+		opts := ct.TestOptions()
 		opts.GracePeriod = 2 * time.Second
 		opts.SweepInterval = 500 * time.Millisecond
-		stop := startManager(host, opts)
+		stop := ct.StartManager(host, opts)
 		DeferCleanup(func() { stop() })
-		pool = newPool(ns, "redis", "redis", 2)
+		pool = ct.NewPool(ns, "redis", "redis", 2)
 		Expect(k8sClient.Create(ctx, pool)).To(Succeed())
-		Eventually(poolCounts(pool)).Should(Equal([3]int64{2, 2, 0}))
+		Eventually(ct.PoolCounts(pool)).Should(Equal([3]int64{2, 2, 0}))
 	})
 
 	// claimed makes a Sandbox of agentID served by a member, and has its agent
 	// write into it; it returns the Sandbox and the member.
 	claimed := func(name, agentID string) (*sandboxv1.Sandbox, string) {
-		sb := newSandbox(ns, name, agentID, "redis")
+		sb := ct.NewSandbox(ns, name, agentID, "redis")
 		Expect(k8sClient.Create(ctx, sb)).To(Succeed())
-		id := waitReady(sb).Status.Services[0].ContainerID
-		Expect(get(sb).Status.Claims).To(HaveKey("redis"), "not served by a member")
-		host.write(id, "the first agent's key")
+		id := ct.WaitReady(sb).Status.Services[0].ContainerID
+		Expect(ct.Get(sb).Status.Claims).To(HaveKey("redis"), "not served by a member")
+		host.Write(id, "the first agent's key")
 		return sb, id
 	}
 
@@ -51,8 +52,8 @@ var _ = Describe("Warm pools, a claimed member whose Sandbox went without its te
 		sb, id := claimed("first", agentID)
 		release = host.Inject(fake.Fault{Verb: fake.VerbRemove, Ref: id, Err: dd.ErrUnavailable})
 		DeferCleanup(release)
-		stripFinalizers(get(sb))
-		Eventually(gone(sb)).Should(BeTrue())
+		ct.StripFinalizers(ct.Get(sb))
+		Eventually(ct.Gone(sb)).Should(BeTrue())
 		return id, release
 	}
 
@@ -62,13 +63,13 @@ var _ = Describe("Warm pools, a claimed member whose Sandbox went without its te
 	neverServed := func(next *sandboxv1.Sandbox, id string) {
 		Consistently(func() []string {
 			var out []string
-			for _, s := range get(next).Status.Services {
+			for _, s := range ct.Get(next).Status.Services {
 				out = append(out, s.ContainerID)
 			}
-			return append(out, eventReasons(next)()...)
+			return append(out, ct.EventReasons(next)()...)
 		}, 3*time.Second, 100*time.Millisecond).ShouldNot(ContainElement(BeElementOf(id, sandboxv1.EventClaimRecovered)),
 			"the leftover member of another Sandbox served the new one")
-		Expect(redisPing(host, id, secretOf(next)["ROBOCO_TEST_REDIS_PASSWORD"])).NotTo(Equal("PONG"))
+		Expect(ct.RedisPing(host, id, ct.SecretOf(next)["ROBOCO_TEST_REDIS_PASSWORD"])).NotTo(Equal("PONG"))
 	}
 
 	// readyWithoutIt waits, once the member can be removed, for the sweep to reap
@@ -77,34 +78,34 @@ var _ = Describe("Warm pools, a claimed member whose Sandbox went without its te
 	readyWithoutIt := func(next *sandboxv1.Sandbox, id string, release func()) {
 		release()
 		Eventually(func() bool { _, ok := host.Peek(id); return ok }, "20s").Should(BeFalse(), "the leftover member was not reaped")
-		served := waitReady(next).Status.Services[0].ContainerID
+		served := ct.WaitReady(next).Status.Services[0].ContainerID
 		Expect(served).NotTo(Equal(id))
-		Expect(host.holds(served)).To(BeEmpty(), "the new Sandbox holds the first agent's data")
-		Expect(eventReasons(next)()).NotTo(ContainElement(sandboxv1.EventClaimRecovered))
+		Expect(host.Holds(served)).To(BeEmpty(), "the new Sandbox holds the first agent's data")
+		Expect(ct.EventReasons(next)()).NotTo(ContainElement(sandboxv1.EventClaimRecovered))
 	}
 
 	It("is never served to a new Sandbox of its agentID that starts cold (policy Never, the pool scaled to 0), and is reaped so that one goes Ready", func() {
 		id, release := leftover("left-1")
-		p := getPool(pool)
+		p := ct.GetPool(pool)
 		p.Spec.Replicas = ptr.To(int32(0))
 		Expect(k8sClient.Update(ctx, p)).To(Succeed())
 		Eventually(func() int { return len(unclaimedMembers(host, pool)) }).Should(BeZero())
 
-		next := newSandbox(ns, "second", "left-1", "redis")
+		next := ct.NewSandbox(ns, "second", "left-1", "redis")
 		next.Spec.Pools = &sandboxv1.PoolSelection{Policy: sandboxv1.PoolPolicyNever}
 		Expect(k8sClient.Create(ctx, next)).To(Succeed())
 		neverServed(next, id)
-		Expect(condition(next, sandboxv1.ConditionStalled)()).To(Equal("True/NameConflict"))
-		Expect(conditionOf(next, sandboxv1.ConditionStalled).Message).To(ContainSubstring("orphan sweep"))
+		Expect(ct.Condition(next, sandboxv1.ConditionStalled)()).To(Equal("True/NameConflict"))
+		Expect(ct.ConditionOf(next, sandboxv1.ConditionStalled).Message).To(ContainSubstring("orphan sweep"))
 		readyWithoutIt(next, id, release)
-		Expect(get(next).Status.Claims).To(BeEmpty())
+		Expect(ct.Get(next).Status.Claims).To(BeEmpty())
 	})
 
 	It("is never served to a new Sandbox of its agentID that claims from a full pool, and is reaped so that one goes Ready", func() {
 		id, release := leftover("left-2")
 		Eventually(func() int { return len(unclaimedMembers(host, pool)) }).Should(Equal(2))
 
-		next := newSandbox(ns, "third", "left-2", "redis")
+		next := ct.NewSandbox(ns, "third", "left-2", "redis")
 		Expect(k8sClient.Create(ctx, next)).To(Succeed())
 		neverServed(next, id)
 		readyWithoutIt(next, id, release)
@@ -112,22 +113,22 @@ var _ = Describe("Warm pools, a claimed member whose Sandbox went without its te
 
 	It("is never taken by another Sandbox of its agentID while its own Sandbox lives", func() {
 		holder, id := claimed("holder", "left-3")
-		squatter := newSandbox(ns, "squatter", "left-3", "redis")
+		squatter := ct.NewSandbox(ns, "squatter", "left-3", "redis")
 		squatter.Spec.Pools = &sandboxv1.PoolSelection{Policy: sandboxv1.PoolPolicyNever}
 		Expect(k8sClient.Create(ctx, squatter)).To(Succeed())
 		neverServed(squatter, id)
-		Eventually(condition(squatter, sandboxv1.ConditionStalled)).Should(Equal("True/NameConflict"))
-		Expect(redisPing(host, id, secretOf(holder)["ROBOCO_TEST_REDIS_PASSWORD"])).To(Equal("PONG"))
-		Expect(waitReady(holder).Status.Services[0].ContainerID).To(Equal(id))
-		Expect(host.holds(id)).To(Equal("the first agent's key"))
+		Eventually(ct.Condition(squatter, sandboxv1.ConditionStalled)).Should(Equal("True/NameConflict"))
+		Expect(ct.RedisPing(host, id, ct.SecretOf(holder)["ROBOCO_TEST_REDIS_PASSWORD"])).To(Equal("PONG"))
+		Expect(ct.WaitReady(holder).Status.Services[0].ContainerID).To(Equal(id))
+		Expect(host.Holds(id)).To(Equal("the first agent's key"))
 	})
 })
 
 // unclaimedMembers are a pool's members not claimed (still named as members).
-func unclaimedMembers(host *engineSim, p *sandboxv1.SandboxPool) []dd.ContainerSummary {
+func unclaimedMembers(host *ct.EngineSim, p *sandboxv1.SandboxPool) []dd.ContainerSummary {
 	var out []dd.ContainerSummary
-	for _, m := range members(host, p) {
-		if isMember(m) {
+	for _, m := range ct.Members(host, p) {
+		if ct.IsMember(m) {
 			out = append(out, m)
 		}
 	}

@@ -1,4 +1,4 @@
-package controllers_test
+package sandboxpool_test
 
 import (
 	"fmt"
@@ -9,87 +9,44 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
+	ct "github.com/roboco-sandbox/sandbox-controller/controllers/controllertest"
 	dd "github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver"
 	"github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver/fake"
 	shost "github.com/roboco-sandbox/sandbox-controller/internal/host"
 )
 
-func newPool(ns, name, engine string, replicas int32) *sandboxv1.SandboxPool {
-	return &sandboxv1.SandboxPool{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Spec: sandboxv1.SandboxPoolSpec{Replicas: ptr.To(replicas), Service: sandboxv1.ServiceSpec{Engine: sandboxv1.Engine(engine)}}}
-}
-
-func getPool(p *sandboxv1.SandboxPool) *sandboxv1.SandboxPool {
-	out := &sandboxv1.SandboxPool{}
-	ExpectWithOffset(1, k8sClient.Get(ctx, client.ObjectKeyFromObject(p), out)).To(Succeed())
-	return out
-}
-
-// poolCounts is "ready/replicas/claimed" of a pool's status.
-func poolCounts(p *sandboxv1.SandboxPool) func() [3]int64 {
-	return func() [3]int64 {
-		got := getPool(p).Status
-		return [3]int64{int64(got.ReadyReplicas), int64(got.Replicas), got.Claimed}
-	}
-}
-
-// poolDescribe says what a pool's status holds, for failure messages.
-func poolDescribe(p *sandboxv1.SandboxPool) func() string {
-	return func() string { return fmt.Sprintf("%+v", getPool(p).Status) }
-}
-
-// members lists a pool's containers, claimed or not (p read from the API
-// server once: keep it to list after the pool is gone).
-func members(host *engineSim, p *sandboxv1.SandboxPool) []dd.ContainerSummary {
-	if p.UID == "" {
-		p.UID = getPool(p).UID
-	}
-	cs, err := host.List(ctx, map[string]string{shost.LabelPoolUID: string(p.UID)})
-	ExpectWithOffset(1, err).NotTo(HaveOccurred())
-	return cs
-}
-
 // ownPassword is the password a redis member's config file holds.
-func ownPassword(host *engineSim, id string) string {
+func ownPassword(host *ct.EngineSim, id string) string {
 	conf, ok := host.File(id, "/run/secrets/redis.conf")
 	ExpectWithOffset(1, ok).To(BeTrue(), "no config file in %s", id)
 	first, _, _ := strings.Cut(string(conf), "\n") // requirepass comes first; other settings follow
 	return strings.TrimPrefix(first, "requirepass ")
 }
 
-// redisPing runs a redis probe with password inside container id.
-func redisPing(host *engineSim, id, password string) string {
-	res, err := host.Exec(ctx, id, dd.ExecSpec{Cmd: []string{"redis-cli", "-h", "x", "PING"}, Env: map[string]string{"REDISCLI_AUTH": password}})
-	ExpectWithOffset(1, err).NotTo(HaveOccurred())
-	return strings.TrimSpace(res.Stdout)
-}
-
 // claimedFromPool makes a full redis pool of n and a Sandbox named name served
 // by one of its members, and waits for the pool to refill. It returns the pool,
 // the Sandbox and the container serving it.
 func claimedFromPool(ns, name string, n int32) (*sandboxv1.SandboxPool, *sandboxv1.Sandbox, string) {
-	pool := newPool(ns, "redis", "redis", n)
+	pool := ct.NewPool(ns, "redis", "redis", n)
 	ExpectWithOffset(1, k8sClient.Create(ctx, pool)).To(Succeed())
-	EventuallyWithOffset(1, poolCounts(pool)).Should(Equal([3]int64{int64(n), int64(n), 0}))
-	sb := newSandbox(ns, name, name+"-1", "redis")
+	EventuallyWithOffset(1, ct.PoolCounts(pool)).Should(Equal([3]int64{int64(n), int64(n), 0}))
+	sb := ct.NewSandbox(ns, name, name+"-1", "redis")
 	ExpectWithOffset(1, k8sClient.Create(ctx, sb)).To(Succeed())
-	first := waitReady(sb).Status.Services[0].ContainerID
-	EventuallyWithOffset(1, poolCounts(pool)).Should(Equal([3]int64{int64(n), int64(n), 1}))
+	first := ct.WaitReady(sb).Status.Services[0].ContainerID
+	EventuallyWithOffset(1, ct.PoolCounts(pool)).Should(Equal([3]int64{int64(n), int64(n), 1}))
 	return pool, sb, first
 }
 
 // claimedThenSlow is claimedFromPool, then makes every exec in
 // the pool's unclaimed members take delay (a later claim's rotation among
 // them). It returns the pool, the Sandbox and the container serving it.
-func claimedThenSlow(host *engineSim, ns, name string, n int32, delay time.Duration) (*sandboxv1.SandboxPool, *sandboxv1.Sandbox, string) {
+func claimedThenSlow(host *ct.EngineSim, ns, name string, n int32, delay time.Duration) (*sandboxv1.SandboxPool, *sandboxv1.Sandbox, string) {
 	pool, sb, first := claimedFromPool(ns, name, n)
-	for _, m := range members(host, pool) {
+	for _, m := range ct.Members(host, pool) {
 		if m.ID != first {
 			DeferCleanup(host.Inject(fake.Fault{Verb: fake.VerbExec, Ref: m.ID, Delay: delay}))
 		}
@@ -97,59 +54,36 @@ func claimedThenSlow(host *engineSim, ns, name string, n int32, delay time.Durat
 	return pool, sb, first
 }
 
-// reclaimed waits until sb's one service is Ready in another container than id,
-// and returns it.
-func reclaimed(sb *sandboxv1.Sandbox, id string) string {
-	var next string
-	EventuallyWithOffset(2, func() bool {
-		s := get(sb)
-		next = s.Status.Services[0].ContainerID
-		return sandboxv1.IsReady(s) && next != id
-	}, 30*time.Second).Should(BeTrue(), func() string { return fmt.Sprintf("not served again: %+v", get(sb).Status) })
-	return next
-}
-
-// reclaim removes the container serving sb's one service, as if it vanished,
-// and returns the pool member that serves it next: a claim for a Sandbox whose
-// Secret exists, so the member is rotated to the Secret's password.
-func reclaim(host *engineSim, sb *sandboxv1.Sandbox, id string) string {
-	ExpectWithOffset(1, host.DeleteContainer(id)).To(Succeed())
-	next := reclaimed(sb, id)
-	c, _ := host.Peek(next)
-	ExpectWithOffset(1, c.Labels).To(HaveKey(shost.LabelPoolUID), "not served by a member")
-	return next
-}
-
 var _ = Describe("Warm pools", func() {
 	var (
-		host *engineSim
+		host *ct.EngineSim
 		ns   string
 		stop func()
 	)
 	BeforeEach(func() {
-		host = newHost()
-		ns = newNamespace()
-		stop = startManager(host, testOptions())
+		host = ct.NewHost()
+		ns = ct.NewNamespace()
+		stop = ct.StartManager(host, ct.TestOptions())
 		DeferCleanup(func() { stop() })
 	})
 
 	It("serves a new Sandbox with a ready member: renamed, its Secret made with the member's own password (not rotated), and refills", func() {
-		pool := newPool(ns, "redis", "redis", 2)
+		pool := ct.NewPool(ns, "redis", "redis", 2)
 		Expect(k8sClient.Create(ctx, pool)).To(Succeed())
-		Eventually(poolCounts(pool)).Should(Equal([3]int64{2, 2, 0}))
+		Eventually(ct.PoolCounts(pool)).Should(Equal([3]int64{2, 2, 0}))
 		before := map[string]string{} // member ID → its password
-		for _, m := range members(host, pool) {
+		for _, m := range ct.Members(host, pool) {
 			before[m.ID] = ownPassword(host, m.ID)
 		}
 
 		confs := map[string]string{}
-		for _, m := range members(host, pool) {
+		for _, m := range ct.Members(host, pool) {
 			conf, _ := host.File(m.ID, "/run/secrets/redis.conf")
 			confs[m.ID] = string(conf)
 		}
-		sb := newSandbox(ns, "warm", "warm-1", "redis")
+		sb := ct.NewSandbox(ns, "warm", "warm-1", "redis")
 		Expect(k8sClient.Create(ctx, sb)).To(Succeed())
-		got := waitReady(sb)
+		got := ct.WaitReady(sb)
 		id := got.Status.Services[0].ContainerID
 		conf, _ := host.File(id, "/run/secrets/redis.conf")
 		Expect(string(conf)).To(Equal(confs[id]), "the claim rewrote the member's credentials")
@@ -159,28 +93,28 @@ var _ = Describe("Warm pools", func() {
 		Expect(c.Name).To(Equal("roboco-sandbox-redis-warm-1"))
 		Expect(got.Status.Services[0].Host).To(Equal("roboco-sandbox-redis-warm-1"))
 		Expect(got.Status.Claims).To(HaveKeyWithValue("redis", HaveField("ContainerID", id)))
-		Expect(eventReasons(sb)()).To(ContainElement(sandboxv1.EventClaimed))
+		Expect(ct.EventReasons(sb)()).To(ContainElement(sandboxv1.EventClaimed))
 
-		password := secretOf(sb)["ROBOCO_TEST_REDIS_PASSWORD"]
+		password := ct.SecretOf(sb)["ROBOCO_TEST_REDIS_PASSWORD"]
 		Expect(password).To(Equal(before[id]), "the Secret does not hold the member's own password")
-		Expect(redisPing(host, id, password)).To(Equal("PONG"))
+		Expect(ct.RedisPing(host, id, password)).To(Equal("PONG"))
 		for mid, pw := range before {
 			if mid != id {
 				Expect(pw).NotTo(Equal(password), "another member answers to the Sandbox's password")
 			}
 		}
 
-		Eventually(poolCounts(pool)).Should(Equal([3]int64{2, 2, 1}))
+		Eventually(ct.PoolCounts(pool)).Should(Equal([3]int64{2, 2, 1}))
 	})
 
 	It("claims for a service whose Secret exists (its container vanished) by rotating a member to the Secret's password", func() {
 		_, sb, first := claimedFromPool(ns, "again", 2)
-		password := secretOf(sb)["ROBOCO_TEST_REDIS_PASSWORD"]
+		password := ct.SecretOf(sb)["ROBOCO_TEST_REDIS_PASSWORD"]
 
-		second := reclaim(host, sb, first)
-		Expect(get(sb).Status.Claims).To(HaveKeyWithValue("redis", HaveField("ContainerID", second)))
-		Expect(secretOf(sb)["ROBOCO_TEST_REDIS_PASSWORD"]).To(Equal(password), "the Secret changed")
-		Expect(redisPing(host, second, password)).To(Equal("PONG"))
+		second := ct.Reclaim(host, sb, first)
+		Expect(ct.Get(sb).Status.Claims).To(HaveKeyWithValue("redis", HaveField("ContainerID", second)))
+		Expect(ct.SecretOf(sb)["ROBOCO_TEST_REDIS_PASSWORD"]).To(Equal(password), "the Secret changed")
+		Expect(ct.RedisPing(host, second, password)).To(Equal("PONG"))
 	})
 
 	It("holds its refill while a claim's rotation runs, and refills once it is done", func() {
@@ -188,11 +122,11 @@ var _ = Describe("Warm pools", func() {
 
 		creates := host.Calls(fake.VerbCreateContainer)
 		Expect(host.DeleteContainer(first)).To(Succeed())
-		Eventually(func() string { return get(sb).Status.Claims["redis"].ContainerID }).ShouldNot(Equal(first))
+		Eventually(func() string { return ct.Get(sb).Status.Claims["redis"].ContainerID }).ShouldNot(Equal(first))
 		Consistently(func() int { return host.Calls(fake.VerbCreateContainer) - creates }, time.Second, 20*time.Millisecond).
 			Should(BeZero(), "a refill started while the claim was rotating")
-		waitReady(sb)
-		Eventually(poolCounts(pool)).Should(Equal([3]int64{2, 2, 1}))
+		ct.WaitReady(sb)
+		Eventually(ct.PoolCounts(pool)).Should(Equal([3]int64{2, 2, 1}))
 	})
 
 	It("refills at once during a claim when the pool has no ready member left", func() {
@@ -203,45 +137,45 @@ var _ = Describe("Warm pools", func() {
 		Expect(host.DeleteContainer(first)).To(Succeed())
 		Eventually(func() int { return host.Calls(fake.VerbCreateContainer) - creates }, 8*time.Second, 20*time.Millisecond).
 			Should(BeNumerically(">", 0), "the emptied pool did not refill")
-		Expect(get(sb).Status.Services[0].ContainerID).To(Equal(first), "the refill waited for the claim")
-		next := reclaimed(sb, first)
-		Expect(get(sb).Status.Claims).To(HaveKeyWithValue("redis", HaveField("ContainerID", next)), "not served by the pool")
-		Eventually(poolCounts(pool)).Should(Equal([3]int64{1, 1, 1}))
+		Expect(ct.Get(sb).Status.Services[0].ContainerID).To(Equal(first), "the refill waited for the claim")
+		next := ct.Reclaimed(sb, first)
+		Expect(ct.Get(sb).Status.Claims).To(HaveKeyWithValue("redis", HaveField("ContainerID", next)), "not served by the pool")
+		Eventually(ct.PoolCounts(pool)).Should(Equal([3]int64{1, 1, 1}))
 	})
 
 	It("starts cold when the Sandbox opts out, or its class matches no pool", func() {
-		pool := newPool(ns, "redis", "redis", 1)
+		pool := ct.NewPool(ns, "redis", "redis", 1)
 		Expect(k8sClient.Create(ctx, pool)).To(Succeed())
-		Eventually(poolCounts(pool)).Should(Equal([3]int64{1, 1, 0}))
+		Eventually(ct.PoolCounts(pool)).Should(Equal([3]int64{1, 1, 0}))
 
-		never := newSandbox(ns, "never", "never-1", "redis")
+		never := ct.NewSandbox(ns, "never", "never-1", "redis")
 		never.Spec.Pools = &sandboxv1.PoolSelection{Policy: sandboxv1.PoolPolicyNever}
-		other := newSandbox(ns, "other", "other-1", "postgres")
+		other := ct.NewSandbox(ns, "other", "other-1", "postgres")
 		Expect(k8sClient.Create(ctx, never)).To(Succeed())
 		Expect(k8sClient.Create(ctx, other)).To(Succeed())
 		for _, sb := range []*sandboxv1.Sandbox{never, other} {
-			got := waitReady(sb)
-			Expect(containersOf(host, got)).To(HaveLen(1), "not provisioned cold")
+			got := ct.WaitReady(sb)
+			Expect(ct.ContainersOf(host, got)).To(HaveLen(1), "not provisioned cold")
 			Expect(got.Status.Claims).To(BeEmpty())
 		}
-		Expect(poolCounts(pool)()).To(Equal([3]int64{1, 1, 0}))
+		Expect(ct.PoolCounts(pool)()).To(Equal([3]int64{1, 1, 0}))
 	})
 
 	It("keeps a claimed member through a restart with the status lost, and tears it down with its Sandbox", func() {
-		pool := newPool(ns, "redis", "redis", 1)
+		pool := ct.NewPool(ns, "redis", "redis", 1)
 		Expect(k8sClient.Create(ctx, pool)).To(Succeed())
-		Eventually(poolCounts(pool)).Should(Equal([3]int64{1, 1, 0}))
-		sb := newSandbox(ns, "kept", "kept-1", "redis")
+		Eventually(ct.PoolCounts(pool)).Should(Equal([3]int64{1, 1, 0}))
+		sb := ct.NewSandbox(ns, "kept", "kept-1", "redis")
 		Expect(k8sClient.Create(ctx, sb)).To(Succeed())
-		id := waitReady(sb).Status.Services[0].ContainerID
+		id := ct.WaitReady(sb).Status.Services[0].ContainerID
 
 		stop()
-		cleared := get(sb)
+		cleared := ct.Get(sb)
 		cleared.Status = sandboxv1.SandboxStatus{}
 		Expect(k8sClient.Status().Update(ctx, cleared)).To(Succeed())
-		stop = startManager(host, testOptions())
+		stop = ct.StartManager(host, ct.TestOptions())
 		Eventually(func() string {
-			got := get(sb)
+			got := ct.Get(sb)
 			if len(got.Status.Services) == 0 || !got.Status.Services[0].Ready {
 				return ""
 			}
@@ -251,31 +185,31 @@ var _ = Describe("Warm pools", func() {
 		Expect(ok).To(BeTrue())
 
 		Expect(k8sClient.Delete(ctx, sb)).To(Succeed())
-		Eventually(gone(sb)).Should(BeTrue())
+		Eventually(ct.Gone(sb)).Should(BeTrue())
 		_, ok = host.Peek(id)
 		Expect(ok).To(BeFalse(), "the claimed member outlived its Sandbox")
 	})
 
 	It("offers after a restart no member a claim record names, renamed or not (its password may be in that Sandbox's Secret)", func() {
-		pool := newPool(ns, "redis", "redis", 2)
+		pool := ct.NewPool(ns, "redis", "redis", 2)
 		Expect(k8sClient.Create(ctx, pool)).To(Succeed())
-		Eventually(poolCounts(pool)).Should(Equal([3]int64{2, 2, 0}))
+		Eventually(ct.PoolCounts(pool)).Should(Equal([3]int64{2, 2, 0}))
 		recorded := map[string]bool{}
 		stop()
 		By("a manager killed after recording two claims, before their renames")
-		for i, m := range members(host, pool) {
-			holder := newSandbox(ns, fmt.Sprintf("holder-%d", i), fmt.Sprintf("holder-%d", i), "redis")
+		for i, m := range ct.Members(host, pool) {
+			holder := ct.NewSandbox(ns, fmt.Sprintf("holder-%d", i), fmt.Sprintf("holder-%d", i), "redis")
 			holder.Spec.DockerHost = "elsewhere" // no manager here drives it
 			Expect(k8sClient.Create(ctx, holder)).To(Succeed())
 			patch := fmt.Sprintf(`{"status":{"claims":{"redis":{"containerID":%q,"credentials":"x"}}}}`, m.ID)
 			Expect(k8sClient.Status().Patch(ctx, holder, client.RawPatch(types.MergePatchType, []byte(patch)))).To(Succeed())
 			recorded[m.ID] = true
 		}
-		stop = startManager(host, testOptions())
+		stop = ct.StartManager(host, ct.TestOptions())
 
-		sb := newSandbox(ns, "after", "after-1", "redis")
+		sb := ct.NewSandbox(ns, "after", "after-1", "redis")
 		Expect(k8sClient.Create(ctx, sb)).To(Succeed())
-		id := waitReady(sb).Status.Services[0].ContainerID
+		id := ct.WaitReady(sb).Status.Services[0].ContainerID
 		Expect(recorded).NotTo(HaveKey(id), "a member another Sandbox records serves this one")
 		for mid := range recorded {
 			c, ok := host.Peek(mid)
@@ -285,62 +219,62 @@ var _ = Describe("Warm pools", func() {
 	})
 
 	It("keeps a member renamed for a new Sandbox before its Secret was made, and makes the Secret with that member's own password", func() {
-		pool := newPool(ns, "redis", "redis", 2)
+		pool := ct.NewPool(ns, "redis", "redis", 2)
 		Expect(k8sClient.Create(ctx, pool)).To(Succeed())
-		Eventually(poolCounts(pool)).Should(Equal([3]int64{2, 2, 0}))
-		m, other := members(host, pool)[0], members(host, pool)[1]
+		Eventually(ct.PoolCounts(pool)).Should(Equal([3]int64{2, 2, 0}))
+		m, other := ct.Members(host, pool)[0], ct.Members(host, pool)[1]
 		own := ownPassword(host, m.ID)
 		stop()
 		By("a manager killed after recording the claim and renaming the member, before the Secret's create landed")
-		sb := newSandbox(ns, "kept", "kept-1", "redis")
+		sb := ct.NewSandbox(ns, "kept", "kept-1", "redis")
 		Expect(k8sClient.Create(ctx, sb)).To(Succeed())
 		patch := fmt.Sprintf(`{"status":{"claims":{"redis":{"containerID":%q,"credentials":%q}}}}`, m.ID, shost.CredentialsHash(own))
 		Expect(k8sClient.Status().Patch(ctx, sb, client.RawPatch(types.MergePatchType, []byte(patch)))).To(Succeed())
 		Expect(host.Rename(ctx, m.ID, "roboco-sandbox-redis-kept-1")).To(Succeed())
-		stop = startManager(host, testOptions())
+		stop = ct.StartManager(host, ct.TestOptions())
 
-		got := waitReady(sb)
+		got := ct.WaitReady(sb)
 		Expect(got.Status.Services[0].ContainerID).To(Equal(m.ID), "the renamed member was replaced")
-		Expect(secretOf(sb)["ROBOCO_TEST_REDIS_PASSWORD"]).To(Equal(own), "the Secret does not hold the member's own password")
-		Expect(redisPing(host, m.ID, own)).To(Equal("PONG"))
+		Expect(ct.SecretOf(sb)["ROBOCO_TEST_REDIS_PASSWORD"]).To(Equal(own), "the Secret does not hold the member's own password")
+		Expect(ct.RedisPing(host, m.ID, own)).To(Equal("PONG"))
 		c, ok := host.Peek(other.ID)
 		Expect(ok).To(BeTrue(), "the other member was taken for the Sandbox and removed")
 		Expect(shost.IsMemberName(c.Name)).To(BeTrue(), "the other member was renamed")
-		Eventually(poolCounts(pool)).Should(Equal([3]int64{2, 2, 1}))
+		Eventually(ct.PoolCounts(pool)).Should(Equal([3]int64{2, 2, 1}))
 	})
 
 	It("removes its unclaimed members when the pool is deleted, and leaves the claimed ones to their Sandboxes", func() {
-		pool := newPool(ns, "redis", "redis", 2)
+		pool := ct.NewPool(ns, "redis", "redis", 2)
 		Expect(k8sClient.Create(ctx, pool)).To(Succeed())
-		Eventually(poolCounts(pool)).Should(Equal([3]int64{2, 2, 0}))
-		sb := newSandbox(ns, "stays", "stays-1", "redis")
+		Eventually(ct.PoolCounts(pool)).Should(Equal([3]int64{2, 2, 0}))
+		sb := ct.NewSandbox(ns, "stays", "stays-1", "redis")
 		Expect(k8sClient.Create(ctx, sb)).To(Succeed())
-		id := waitReady(sb).Status.Services[0].ContainerID
+		id := ct.WaitReady(sb).Status.Services[0].ContainerID
 
 		Expect(k8sClient.Delete(ctx, pool)).To(Succeed())
 		Eventually(func() []string {
 			var names []string
-			for _, m := range members(host, pool) {
+			for _, m := range ct.Members(host, pool) {
 				names = append(names, m.Name)
 			}
 			return names
 		}).Should(ConsistOf("roboco-sandbox-redis-stays-1"))
 		Eventually(func() error { return k8sClient.Get(ctx, client.ObjectKeyFromObject(pool), &sandboxv1.SandboxPool{}) }).ShouldNot(Succeed())
-		Expect(waitReady(sb).Status.Services[0].ContainerID).To(Equal(id))
+		Expect(ct.WaitReady(sb).Status.Services[0].ContainerID).To(Equal(id))
 	})
 
 	It("shows upstream's janitor no pool member, claimed or not", func() {
-		pool := newPool(ns, "redis", "redis", 2)
+		pool := ct.NewPool(ns, "redis", "redis", 2)
 		Expect(k8sClient.Create(ctx, pool)).To(Succeed())
-		Eventually(poolCounts(pool)).Should(Equal([3]int64{2, 2, 0}), poolDescribe(pool))
-		sb := newSandbox(ns, "hidden", "hidden-1", "redis")
+		Eventually(ct.PoolCounts(pool)).Should(Equal([3]int64{2, 2, 0}), ct.PoolDescribe(pool))
+		sb := ct.NewSandbox(ns, "hidden", "hidden-1", "redis")
 		Expect(k8sClient.Create(ctx, sb)).To(Succeed())
-		waitReady(sb)
+		ct.WaitReady(sb)
 		// Note: the janitor lists containers labelled roboco.sandbox=1 and reaps
 		// those whose roboco.sandbox.owner container is gone.
 		seen, err := host.List(ctx, map[string]string{shost.LabelSandbox: shost.LabelSandboxTrue})
 		Expect(err).NotTo(HaveOccurred())
-		for _, m := range members(host, pool) {
+		for _, m := range ct.Members(host, pool) {
 			Expect(seen).NotTo(ContainElement(HaveField("ID", m.ID)), "the janitor would judge member %s", m.Name)
 			Expect(m.Labels).NotTo(HaveKey(shost.LabelOwner))
 		}
@@ -348,49 +282,49 @@ var _ = Describe("Warm pools", func() {
 
 	It("starts at most --pool-refills members at once: a member counts until it answers, not only while it is created", func() {
 		stop()
-		opts := testOptions()
+		opts := ct.TestOptions()
 		opts.PoolRefills = 1
 		// Note: the member keeps starting through the window below, however late
 		// the load lets it be seen (at the suite's 3s deadline it was replaced).
 		opts.ProbeDeadlines = maps.Clone(opts.ProbeDeadlines)
 		opts.ProbeDeadlines["redis"] = time.Minute
-		stop = startManager(host, opts)
+		stop = ct.StartManager(host, opts)
 		clear := host.OnExec(fake.ExecRule{Result: dd.ExecResult{ExitCode: 1, Stderr: "Could not connect"}})
-		pool := newPool(ns, "redis", "redis", 3)
+		pool := ct.NewPool(ns, "redis", "redis", 3)
 		Expect(k8sClient.Create(ctx, pool)).To(Succeed())
-		Eventually(func() int { return len(members(host, pool)) }).Should(Equal(1))
-		Consistently(func() int { return len(members(host, pool)) }, "2s").Should(Equal(1),
+		Eventually(func() int { return len(ct.Members(host, pool)) }).Should(Equal(1))
+		Consistently(func() int { return len(ct.Members(host, pool)) }, "2s").Should(Equal(1),
 			"a second member was started while the first still starts")
 		clear()
-		Eventually(poolCounts(pool)).Should(Equal([3]int64{3, 3, 0}))
+		Eventually(ct.PoolCounts(pool)).Should(Equal([3]int64{3, 3, 0}))
 	})
 
 	It("creates at most --pool-refills members at once, and replaces members of a class the operator changed", func() {
 		stop()
-		opts := testOptions()
+		opts := ct.TestOptions()
 		opts.PoolRefills = 1
-		stop = startManager(host, opts)
-		pool := newPool(ns, "redis", "redis", 4)
+		stop = ct.StartManager(host, opts)
+		pool := ct.NewPool(ns, "redis", "redis", 4)
 		Expect(k8sClient.Create(ctx, pool)).To(Succeed())
-		Eventually(poolCounts(pool)).Should(Equal([3]int64{4, 4, 0}))
-		Expect(host.peakConcurrency("create")).To(Equal(1))
+		Eventually(ct.PoolCounts(pool)).Should(Equal([3]int64{4, 4, 0}))
+		Expect(host.PeakConcurrency("create")).To(Equal(1))
 
 		before := map[string]bool{}
-		for _, m := range members(host, pool) {
+		for _, m := range ct.Members(host, pool) {
 			before[m.ID] = true
 		}
 		stop()
 		opts.DefaultMemory = resource.MustParse("256Mi")
-		stop = startManager(host, opts)
+		stop = ct.StartManager(host, opts)
 		Eventually(func() int {
 			n := 0
-			for _, m := range members(host, pool) {
+			for _, m := range ct.Members(host, pool) {
 				if !before[m.ID] {
 					n++
 				}
 			}
 			return n
 		}).Should(Equal(4), "the members of the old class were not all replaced")
-		Eventually(poolCounts(pool)).Should(Equal([3]int64{4, 4, 0}))
+		Eventually(ct.PoolCounts(pool)).Should(Equal([3]int64{4, 4, 0}))
 	})
 })
