@@ -139,29 +139,4 @@ var _ = Describe("Growth", func() {
 		Eventually(memoryOf(b, sb)).Should(Equal("4Gi"))
 		ct.WaitReady(sb)
 	})
-
-	It("judges a pool's scale-up against its host's capacity: it keeps the members it was admitted to", func() {
-		local, b := ct.NewHost(), ct.NewHost()
-		ct.RegisterHost("grow-p", nil, ptr.To[int32](3))
-		ct.FleetOf(local, map[string]*ct.EngineSim{"grow-p": b})
-		pool := ct.NewPool(ns, "scaled", "redis", 1)
-		pool.Spec.DockerHost = "grow-p"
-		Expect(k8sClient.Create(ctx, pool)).To(Succeed())
-		Eventually(ct.PoolCounts(pool)).Should(Equal([3]int64{1, 1, 0}))
-
-		Eventually(func() error {
-			cur := ct.GetPool(pool)
-			cur.Spec.Replicas = ptr.To[int32](100)
-			return k8sClient.Update(ctx, cur)
-		}).Should(Succeed())
-		Eventually(func() string { return ct.PoolReady(pool) }).Should(ContainSubstring("no capacity left"))
-		Consistently(func() int { return len(ct.Members(b, pool)) }, 2*time.Second, 50*time.Millisecond).Should(Equal(1))
-
-		Eventually(func() error {
-			cur := ct.GetPool(pool)
-			cur.Spec.Replicas = ptr.To[int32](3)
-			return k8sClient.Update(ctx, cur)
-		}).Should(Succeed())
-		Eventually(ct.PoolCounts(pool)).Should(Equal([3]int64{3, 3, 0}))
-	})
 })

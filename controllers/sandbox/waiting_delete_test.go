@@ -62,25 +62,6 @@ var _ = Describe("Deleting a Sandbox or pool that waits", func() {
 		Expect(ct.EventMessages(sb)()).To(ContainElement(And(ContainSubstring("DockerHost wait-b was deleted"), ContainSubstring(dd.ShortID(id)))))
 	})
 
-	It("lets a pool pinned to a cordoned host go once its DockerHost was deleted; waiting, it holds no quota", func() {
-		q := ct.NewQuota(ns, sandboxv1.QuotaAmounts{PoolMembers: ptr.To(int32(5))})
-		ct.RegisterHost("wait-b", nil, nil)
-		ct.FleetOf(local, map[string]*ct.EngineSim{"wait-b": b})
-		ct.SetHost("wait-b", func(s *sandboxv1.DockerHostSpec) { s.Unschedulable = true })
-		pool := ct.NewPool(ns, "pinned", "redis", 3)
-		pool.Spec.DockerHost = "wait-b"
-		Expect(k8sClient.Create(ctx, pool)).To(Succeed())
-		Eventually(func() string { return ct.PoolReady(pool) }).Should(HavePrefix(sandboxv1.ReasonUnschedulable + ": "))
-		// Note: the pass that says it waits wrote its quota before.
-		Expect(ct.QuotaUsed(q)()).To(Equal([2]int32{0, 0}), "a pool that makes nothing keeps room from others")
-
-		ct.DeleteHost("wait-b", false)
-		Expect(k8sClient.Delete(ctx, pool)).To(Succeed())
-		Eventually(ct.PoolGone(pool), 30*time.Second).Should(BeTrue(), "a deleted pool on a deleted DockerHost was kept")
-		Expect(ct.QuotaUsed(q)()).To(Equal([2]int32{0, 0}))
-		Expect(ct.Members(b, pool)).To(BeEmpty())
-	})
-
 	It("lets a Sandbox and a pool go whose DockerHost was deleted while no manager ran", func() {
 		q := ct.NewQuota(ns, sandboxv1.QuotaAmounts{Sandboxes: ptr.To(int32(5)), PoolMembers: ptr.To(int32(5))})
 		ct.RegisterHost("wait-b", nil, nil)
@@ -132,15 +113,6 @@ var _ = Describe("Deleting a Sandbox or pool that waits", func() {
 			Eventually(ct.QuotaUsed(q)).Should(Equal([2]int32{0, 0}))
 			_, kept := local.Peek(foreign.ID)
 			Expect(kept).To(BeTrue(), "the container holding the name was removed")
-		})
-
-		It("deletes a pool that waits for quota", func() {
-			ct.NewQuota(ns, sandboxv1.QuotaAmounts{PoolMembers: ptr.To(int32(0))})
-			pool := ct.NewPool(ns, "over", "redis", 2)
-			Expect(k8sClient.Create(ctx, pool)).To(Succeed())
-			Eventually(func() string { return ct.PoolReady(pool) }).Should(HavePrefix(sandboxv1.ReasonQuotaExceeded + ": "))
-			Expect(k8sClient.Delete(ctx, pool)).To(Succeed())
-			Eventually(ct.PoolGone(pool), 30*time.Second).Should(BeTrue())
 		})
 
 		It("deletes one its namespace's policy refuses its pinned host", func() {
