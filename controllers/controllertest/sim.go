@@ -30,7 +30,7 @@ type EngineSim struct {
 	leak bool
 	// inflight counts concurrent creates and execs; peak keeps the most seen at once.
 	inflight, peak map[string]int
-	// data is each container's simulated data (sim_data_test.go).
+	// data is each container's simulated data (sim_data.go).
 	data simData
 }
 
