@@ -29,7 +29,8 @@ var _ = Describe("Lifetime on the real Docker engine", Label("docker"), func() {
 		driver, err := dd.New()
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(driver.Close)
-		ct.StartManager(driver, ct.RealOptions(rd, grace))
+		passes := ct.NewPasses()
+		ct.StartManagerObserved(driver, ct.RealOptions(rd, grace), passes)
 		ns := ct.NewNamespace()
 
 		By("starting a stand-in agent container and a Sandbox owned by it")
@@ -42,6 +43,7 @@ var _ = Describe("Lifetime on the real Docker engine", Label("docker"), func() {
 		sb := ct.NewSandbox(ns, "real-owner", "own-"+rd.RunID, "redis")
 		sb.Spec.Owner = &sandboxv1.OwnerSpec{Policy: sandboxv1.OwnerPolicyContainer, ContainerName: owner,
 			GracePeriod: &metav1.Duration{Duration: grace}}
+		passes.Follow(sb, ct.Condition(sb, sandboxv1.ConditionOwnerAlive))
 		Expect(k8sClient.Create(ctx, sb)).To(Succeed())
 		Eventually(ct.Condition(sb, sandboxv1.ConditionReady), 2*time.Minute, 200*time.Millisecond).Should(Equal("True/Ready"))
 		Expect(ct.Condition(sb, sandboxv1.ConditionOwnerAlive)()).To(Equal("True/Running"))
@@ -60,10 +62,12 @@ var _ = Describe("Lifetime on the real Docker engine", Label("docker"), func() {
 		}
 
 		By("removing the owner with docker rm -f")
-		out, err := exec.Command("docker", "rm", "-f", owner).CombinedOutput()
-		Expect(err).NotTo(HaveOccurred(), string(out))
-		removed := time.Now()
-		Eventually(ct.Condition(sb, sandboxv1.ConditionOwnerAlive), "2s", "20ms").Should(Equal("False/Missing"))
+		var removed time.Time
+		passes.ByEvent(func() {
+			out, err := exec.Command("docker", "rm", "-f", owner).CombinedOutput()
+			Expect(err).NotTo(HaveOccurred(), string(out))
+			removed = time.Now()
+		}, "False/Missing")
 		since := ct.MissingSince(sb).Time
 
 		var containersGone time.Time

@@ -43,17 +43,18 @@ var _ = Describe("Owner", func() {
 
 	It("records once when the owner went missing, keeps the Sandbox within the grace period, and clears it when the owner is back", func() {
 		const grace = 5 * time.Second
-		ct.StartManager(host, ct.TestOptions()) // the manager's grace period is 180s: spec.owner.gracePeriod wins
+		passes := ct.NewPasses()
+		ct.StartManagerObserved(host, ct.TestOptions(), passes) // the manager's grace period is 180s: spec.owner.gracePeriod wins
 		ct.SeedOwner(host, "roboco-agent-back-1")
 		sb := ct.OwnedSandbox(ns, "back", "back-1", grace, "redis")
+		passes.Follow(sb, ct.Condition(sb, sandboxv1.ConditionOwnerAlive))
 		Expect(k8sClient.Create(ctx, sb)).To(Succeed())
 		ct.WaitReady(sb)
 		Eventually(ct.Condition(sb, sandboxv1.ConditionOwnerAlive)).Should(Equal("True/Running"))
 		ids := ct.ContainerIDs(host, sb)
 
 		By("noticing the owner's removal through its Docker event, not a resync")
-		Expect(host.DeleteContainer("roboco-agent-back-1")).To(Succeed())
-		Eventually(ct.Condition(sb, sandboxv1.ConditionOwnerAlive), "2s").Should(Equal("False/Missing"))
+		passes.ByEvent(func() { Expect(host.DeleteContainer("roboco-agent-back-1")).To(Succeed()) }, "False/Missing")
 		since := ct.MissingSince(sb)
 		Expect(since).NotTo(BeNil())
 		Expect(ct.ConditionOf(sb, sandboxv1.ConditionOwnerAlive).Message).To(And(
@@ -64,15 +65,18 @@ var _ = Describe("Owner", func() {
 		By("not rewriting ownerMissingSince on later passes")
 		_, err := host.SeedContainer(dd.ContainerSpec{Name: "roboco-agent-back-1", Image: "roboco/agent:latest"}, false)
 		Expect(err).NotTo(HaveOccurred())
+		later := passes.Count()
 		Expect(host.DeleteContainer("roboco-agent-back-1")).To(Succeed()) // a destroy event: another pass
+		// Note: the window opens at the pass that event brought, and never runs
+		// negative (a late start checks once) nor past the deadline.
+		Eventually(passes.Count).Should(BeNumerically(">", later), "no pass after the destroy event")
 		Consistently(func() bool { return ct.Deleting(sb) || !ct.MissingSince(sb).Equal(since) },
-			time.Until(deadline)-2*time.Second, 100*time.Millisecond).Should(BeFalse())
+			max(time.Until(deadline)-2*time.Second, 0), 100*time.Millisecond).Should(BeFalse())
 
 		By("clearing it when the owner runs again within the grace period")
-		ct.SeedOwner(host, "roboco-agent-back-1")
-		Eventually(ct.Condition(sb, sandboxv1.ConditionOwnerAlive), "2s").Should(Equal("True/Running"))
+		passes.ByEvent(func() { ct.SeedOwner(host, "roboco-agent-back-1") }, "True/Running")
 		Expect(ct.MissingSince(sb)).To(BeNil())
-		Consistently(func() bool { return ct.Deleting(sb) }, time.Until(deadline)+2*time.Second).Should(BeFalse())
+		Consistently(func() bool { return ct.Deleting(sb) }, max(time.Until(deadline), 0)+2*time.Second).Should(BeFalse())
 		Expect(ct.ContainerIDs(host, sb)).To(ConsistOf(ids))
 		Expect(ct.EventReasons(sb)()).To(ContainElements("OwnerMissing", "OwnerBack"))
 		Expect(ct.EventReasons(sb)()).NotTo(ContainElement(sandboxv1.ReasonOwnerGone))
@@ -80,17 +84,18 @@ var _ = Describe("Owner", func() {
 
 	It("deletes the Sandbox once its owner has been missing for the grace period, and tears it down", func() {
 		const grace = 3 * time.Second
-		ct.StartManager(host, ct.LifetimeOptions(grace))
+		passes := ct.NewPasses()
+		ct.StartManagerObserved(host, ct.LifetimeOptions(grace), passes)
 		ct.SeedOwner(host, "roboco-agent-gone-1")
 		sb := ct.OwnedSandbox(ns, "gone", "gone-1", 0, "postgres", "redis")
+		passes.Follow(sb, ct.Condition(sb, sandboxv1.ConditionOwnerAlive))
 		Expect(k8sClient.Create(ctx, sb)).To(Succeed())
 		ct.WaitReady(sb)
 		uid := string(ct.Get(sb).UID)
 		Expect(ct.ContainersOf(host, sb)).To(HaveLen(2))
 		deletions := ct.MetricValue("sandbox_owner_gone_deletions_total", nil)
 
-		Expect(host.ExitContainer("roboco-agent-gone-1", 137, 0)).To(Succeed())
-		Eventually(ct.Condition(sb, sandboxv1.ConditionOwnerAlive), "2s").Should(Equal("False/Missing"))
+		passes.ByEvent(func() { Expect(host.ExitContainer("roboco-agent-gone-1", 137, 0)).To(Succeed()) }, "False/Missing")
 		Expect(ct.ConditionOf(sb, sandboxv1.ConditionOwnerAlive).Message).To(ContainSubstring("exited (exit code 137) since"))
 		created := ct.Get(sb).CreationTimestamp
 		deadline := ct.MissingSince(sb).Add(grace)
@@ -150,12 +155,13 @@ var _ = Describe("Owner", func() {
 
 		By("an owner window another replica opened, on the right clock, seconds ago")
 		ct.SeedOwner(host, "roboco-agent-skew-1")
-		stop = ct.StartManager(host, ct.LifetimeOptions(20*time.Second))
+		passes := ct.NewPasses()
+		stop = ct.StartManagerObserved(host, ct.LifetimeOptions(20*time.Second), passes)
 		sb := ct.OwnedSandbox(ns, "skew", "skew-1", 0, "redis")
+		passes.Follow(sb, ct.Condition(sb, sandboxv1.ConditionOwnerAlive))
 		Expect(k8sClient.Create(ctx, sb)).To(Succeed())
 		ct.WaitReady(sb)
-		Expect(host.DeleteContainer("roboco-agent-skew-1")).To(Succeed())
-		Eventually(ct.Condition(sb, sandboxv1.ConditionOwnerAlive), "2s").Should(Equal("False/Missing"))
+		passes.ByEvent(func() { Expect(host.DeleteContainer("roboco-agent-skew-1")).To(Succeed()) }, "False/Missing")
 		stop()
 		stop = skewed()
 		defer stop()
@@ -167,13 +173,14 @@ var _ = Describe("Owner", func() {
 		// The restart falls 3s into an 8s window: a controller that started the window
 		// again would delete at least 3s late, beyond lateBy.
 		const grace, into = 8 * time.Second, 3 * time.Second
-		stop := ct.StartManager(host, ct.LifetimeOptions(grace))
+		passes := ct.NewPasses()
+		stop := ct.StartManagerObserved(host, ct.LifetimeOptions(grace), passes)
 		ct.SeedOwner(host, "roboco-agent-restart-1")
 		sb := ct.OwnedSandbox(ns, "restart", "restart-1", 0, "redis")
+		passes.Follow(sb, ct.Condition(sb, sandboxv1.ConditionOwnerAlive))
 		Expect(k8sClient.Create(ctx, sb)).To(Succeed())
 		ct.WaitReady(sb)
-		Expect(host.DeleteContainer("roboco-agent-restart-1")).To(Succeed())
-		Eventually(ct.Condition(sb, sandboxv1.ConditionOwnerAlive), "2s").Should(Equal("False/Missing"))
+		passes.ByEvent(func() { Expect(host.DeleteContainer("roboco-agent-restart-1")).To(Succeed()) }, "False/Missing")
 		since := ct.MissingSince(sb)
 		deadline := since.Add(grace)
 
@@ -190,13 +197,14 @@ var _ = Describe("Owner", func() {
 	It("deletes at once a Sandbox whose deadline passed while no controller ran", func() {
 		// A controller that started the window again would wait another 4s.
 		const grace = 4 * time.Second
-		stop := ct.StartManager(host, ct.LifetimeOptions(grace))
+		passes := ct.NewPasses()
+		stop := ct.StartManagerObserved(host, ct.LifetimeOptions(grace), passes)
 		ct.SeedOwner(host, "roboco-agent-down-1")
 		sb := ct.OwnedSandbox(ns, "down", "down-1", 0, "redis")
+		passes.Follow(sb, ct.Condition(sb, sandboxv1.ConditionOwnerAlive))
 		Expect(k8sClient.Create(ctx, sb)).To(Succeed())
 		ct.WaitReady(sb)
-		Expect(host.DeleteContainer("roboco-agent-down-1")).To(Succeed())
-		Eventually(ct.Condition(sb, sandboxv1.ConditionOwnerAlive), "2s").Should(Equal("False/Missing"))
+		passes.ByEvent(func() { Expect(host.DeleteContainer("roboco-agent-down-1")).To(Succeed()) }, "False/Missing")
 		deadline := ct.MissingSince(sb).Add(grace)
 		stop()
 		time.Sleep(time.Until(deadline) + 500*time.Millisecond) // the controller is down: nothing to poll
@@ -229,17 +237,18 @@ var _ = Describe("Owner", func() {
 
 	It("does not conclude the owner is missing while Docker does not answer", func() {
 		const grace = 2 * time.Second
-		ct.StartManager(host, ct.LifetimeOptions(grace))
+		passes := ct.NewPasses()
+		ct.StartManagerObserved(host, ct.LifetimeOptions(grace), passes)
 		ct.SeedOwner(host, "roboco-agent-blind-1")
 		sb := ct.OwnedSandbox(ns, "blind", "blind-1", 0, "redis")
+		passes.Follow(sb, ct.Condition(sb, sandboxv1.ConditionOwnerAlive))
 		Expect(k8sClient.Create(ctx, sb)).To(Succeed())
 		ct.WaitReady(sb)
 		Eventually(ct.Condition(sb, sandboxv1.ConditionOwnerAlive)).Should(Equal("True/Running"))
 
 		clear := host.Inject(fake.Fault{Verb: fake.VerbInspect, Ref: "roboco-agent-blind-1", Err: dd.ErrUnavailable})
 		DeferCleanup(clear)
-		Expect(host.ExitContainer("roboco-agent-blind-1", 0, 0)).To(Succeed())
-		Eventually(ct.Condition(sb, sandboxv1.ConditionOwnerAlive), "2s").Should(Equal("Unknown/DockerUnavailable"))
+		passes.ByEvent(func() { Expect(host.ExitContainer("roboco-agent-blind-1", 0, 0)).To(Succeed()) }, "Unknown/DockerUnavailable")
 		Consistently(func() bool { return ct.Deleting(sb) || ct.MissingSince(sb) != nil }, grace+time.Second).Should(BeFalse())
 
 		clear()
