@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	dd "github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver"
 	"github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver/fake"
@@ -32,6 +33,50 @@ type EngineSim struct {
 	inflight, peak map[string]int
 	// data is each container's simulated data (sim_data.go).
 	data simData
+	// creates are when each CreateContainer began; steps when each feature
+	// step (rotate, data) began, by container ID.
+	creates []time.Time
+	steps   map[string][]step
+}
+
+type step struct {
+	name string
+	at   time.Time
+}
+
+// CreatesBetween counts the creates that began in [from, to).
+func (s *EngineSim) CreatesBetween(from, to time.Time) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, at := range s.creates {
+		if !at.Before(from) && at.Before(to) {
+			n++
+		}
+	}
+	return n
+}
+
+// StepStarted is when the first feature step name (rotate, data) began in
+// container id, before any fault delayed it; ok is false when none did.
+func (s *EngineSim) StepStarted(id, name string) (at time.Time, ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, st := range s.steps[id] {
+		if st.name == name {
+			return st.at, true
+		}
+	}
+	return time.Time{}, false
+}
+
+// noteStep records a feature step's start.
+func (s *EngineSim) noteStep(id string, spec dd.ExecSpec) {
+	if len(spec.Cmd) > 3 && spec.Cmd[0] == "sh" {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.steps[id] = append(s.steps[id], step{spec.Cmd[3], time.Now()})
+	}
 }
 
 // track counts one call of kind in flight until the returned func is called.
@@ -72,6 +117,9 @@ func (s *EngineSim) CrashOnStart(image string, code int, log string) (clear func
 }
 
 func (s *EngineSim) CreateContainer(ctx context.Context, spec dd.ContainerSpec) (dd.Container, error) {
+	s.mu.Lock()
+	s.creates = append(s.creates, time.Now())
+	s.mu.Unlock()
 	done := s.track("create")
 	c, err := s.Driver.CreateContainer(ctx, spec)
 	done()
@@ -97,7 +145,7 @@ func (s *EngineSim) LeakPasswords() {
 // NewEngineSim is an engine simulator on a new fake Docker host.
 func NewEngineSim(opts ...fake.Option) *EngineSim {
 	return &EngineSim{Driver: fake.New(opts...), created: map[string][]string{}, broken: map[string]bool{}, crash: map[string]crash{},
-		inflight: map[string]int{}, peak: map[string]int{}}
+		inflight: map[string]int{}, peak: map[string]int{}, steps: map[string][]step{}}
 }
 
 // BreakExtension makes a postgres extension accepted but never created; clear undoes it.
@@ -113,6 +161,7 @@ func (s *EngineSim) BreakExtension(name string) (clear func()) {
 }
 
 func (s *EngineSim) Exec(ctx context.Context, id string, spec dd.ExecSpec) (dd.ExecResult, error) {
+	s.noteStep(id, spec)
 	done := s.track("exec")
 	res, err := s.Driver.Exec(ctx, id, spec)
 	done()
