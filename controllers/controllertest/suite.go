@@ -43,7 +43,7 @@ func StartControlPlane() {
 	ctrl.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
 	var err error
 	env, err = testenv.Start()
-	Expect(err).NotTo(HaveOccurred(), "no control plane for the suite (KUBEBUILDER_ASSETS unset and none built: run `make envtest`)")
+	Expect(err).NotTo(HaveOccurred(), "no control plane for the suite: $KUBEBUILDER_ASSETS names none, or unset and none built under bin/k8s (run `make envtest`)")
 	k8sClient, err = client.New(env.Config, client.Options{Scheme: scheme})
 	Expect(err).NotTo(HaveOccurred())
 }
