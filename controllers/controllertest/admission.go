@@ -1,8 +1,8 @@
 package controllertest
 
 import (
-	. "github.com/onsi/ginkgo/v2"
-	. "github.com/onsi/gomega"
+	"github.com/onsi/ginkgo/v2"
+	"github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -15,7 +15,7 @@ import (
 func NewQuota(ns string, hard sandboxv1.QuotaAmounts) *sandboxv1.SandboxQuota {
 	q := &sandboxv1.SandboxQuota{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "team"},
 		Spec: sandboxv1.SandboxQuotaSpec{Hard: hard}}
-	ExpectWithOffset(1, k8sClient.Create(ctx, q)).To(Succeed())
+	gomega.ExpectWithOffset(1, k8sClient.Create(ctx, q)).To(gomega.Succeed())
 	return q
 }
 
@@ -45,7 +45,7 @@ func PoolReady(p *sandboxv1.SandboxPool) string {
 func QuotaUsed(q *sandboxv1.SandboxQuota) func() [2]int32 {
 	return func() [2]int32 {
 		got := &sandboxv1.SandboxQuota{}
-		ExpectWithOffset(1, k8sClient.Get(ctx, client.ObjectKeyFromObject(q), got)).To(Succeed())
+		gomega.ExpectWithOffset(1, k8sClient.Get(ctx, client.ObjectKeyFromObject(q), got)).To(gomega.Succeed())
 		return [2]int32{ptr.Deref(got.Status.Used.Sandboxes, 0), ptr.Deref(got.Status.Used.PoolMembers, 0)}
 	}
 }
@@ -53,19 +53,19 @@ func QuotaUsed(q *sandboxv1.SandboxQuota) func() [2]int32 {
 // LabelNamespace sets a label on ns, as the operator does (tenants cannot).
 func LabelNamespace(ns, key, value string) {
 	n := &corev1.Namespace{}
-	ExpectWithOffset(1, k8sClient.Get(ctx, client.ObjectKey{Name: ns}, n)).To(Succeed())
+	gomega.ExpectWithOffset(1, k8sClient.Get(ctx, client.ObjectKey{Name: ns}, n)).To(gomega.Succeed())
 	patch := client.MergeFrom(n.DeepCopy())
 	if n.Labels == nil {
 		n.Labels = map[string]string{}
 	}
 	n.Labels[key] = value
-	ExpectWithOffset(1, k8sClient.Patch(ctx, n, patch)).To(Succeed())
+	gomega.ExpectWithOffset(1, k8sClient.Patch(ctx, n, patch)).To(gomega.Succeed())
 }
 
 // NewPolicy makes a SandboxPolicy for the namespaces labelled sandbox.roboco.io/tenant=nsLabel.
 func NewPolicy(name, nsLabel string, spec sandboxv1.SandboxPolicySpec) {
 	spec.NamespaceSelector = sandboxv1.NamespaceLabels{MatchLabels: map[string]string{"sandbox.roboco.io/tenant": nsLabel}}
 	p := &sandboxv1.SandboxPolicy{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: spec}
-	ExpectWithOffset(1, k8sClient.Create(ctx, p)).To(Succeed())
-	DeferCleanup(func() { _ = k8sClient.Delete(ctx, p) })
+	gomega.ExpectWithOffset(1, k8sClient.Create(ctx, p)).To(gomega.Succeed())
+	ginkgo.DeferCleanup(func() { _ = k8sClient.Delete(ctx, p) })
 }

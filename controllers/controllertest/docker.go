@@ -9,8 +9,8 @@ import (
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/moby/moby/client"
-	. "github.com/onsi/ginkgo/v2"
-	. "github.com/onsi/gomega"
+	"github.com/onsi/ginkgo/v2"
+	"github.com/onsi/gomega"
 
 	"github.com/roboco-sandbox/sandbox-controller/controllers"
 	"github.com/roboco-sandbox/sandbox-controller/internal/engine"
@@ -35,22 +35,22 @@ type RealDocker struct {
 // the run's ID is removed, with its volumes, when the spec ends.
 func NewRealDocker() *RealDocker {
 	if os.Getenv("SANDBOX_SKIP_DOCKER") == "1" {
-		Skip("SANDBOX_SKIP_DOCKER=1: not testing against a Docker engine")
+		ginkgo.Skip("SANDBOX_SKIP_DOCKER=1: not testing against a Docker engine")
 	}
 	cli, err := client.New(client.FromEnv)
-	Expect(err).NotTo(HaveOccurred())
-	DeferCleanup(cli.Close)
+	gomega.Expect(err).NotTo(gomega.HaveOccurred())
+	ginkgo.DeferCleanup(cli.Close)
 	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	_, err = cli.Ping(pctx, client.PingOptions{NegotiateAPIVersion: true})
-	Expect(err).NotTo(HaveOccurred(), "no Docker engine (hack/ensure-docker.sh starts one; SANDBOX_SKIP_DOCKER=1 skips)")
+	gomega.Expect(err).NotTo(gomega.HaveOccurred(), "no Docker engine (hack/ensure-docker.sh starts one; SANDBOX_SKIP_DOCKER=1 skips)")
 	b := make([]byte, 4)
 	_, _ = rand.Read(b)
 	img, err := testenv.EngineImages()
-	Expect(err).NotTo(HaveOccurred())
+	gomega.Expect(err).NotTo(gomega.HaveOccurred())
 	rd := &RealDocker{Cli: cli, RunID: hex.EncodeToString(b), Redis: img.Plain["redis"]}
-	Expect(rd.Redis).NotTo(BeEmpty(), "hack/images.sh --print names no REDIS_IMAGE")
-	DeferCleanup(rd.cleanup)
+	gomega.Expect(rd.Redis).NotTo(gomega.BeEmpty(), "hack/images.sh --print names no REDIS_IMAGE")
+	ginkgo.DeferCleanup(rd.cleanup)
 	return rd
 }
 
@@ -70,7 +70,7 @@ func (rd *RealDocker) List(labels map[string]string) []string {
 		f.Add("label", k+"="+v)
 	}
 	res, err := rd.Cli.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: f})
-	Expect(err).NotTo(HaveOccurred())
+	gomega.Expect(err).NotTo(gomega.HaveOccurred())
 	var ids []string
 	for _, c := range res.Items {
 		ids = append(ids, c.ID)
@@ -87,7 +87,7 @@ func (rd *RealDocker) cleanup() {
 	ids = append(ids, rd.List(map[string]string{shost.LabelInstance: "test-" + rd.RunID})...)
 	for _, id := range ids {
 		if _, err := rd.Cli.ContainerRemove(cctx, id, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true}); err != nil && !cerrdefs.IsNotFound(err) {
-			GinkgoWriter.Printf("cleanup: removing %s: %v\n", id, err)
+			ginkgo.GinkgoWriter.Printf("cleanup: removing %s: %v\n", id, err)
 		}
 	}
 }
@@ -98,7 +98,7 @@ func (rd *RealDocker) VolumeExists(name string) bool {
 	if cerrdefs.IsNotFound(err) {
 		return false
 	}
-	Expect(err).NotTo(HaveOccurred())
+	gomega.Expect(err).NotTo(gomega.HaveOccurred())
 	return true
 }
 

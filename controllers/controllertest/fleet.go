@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"time"
 
-	. "github.com/onsi/ginkgo/v2"
-	. "github.com/onsi/gomega"
+	"github.com/onsi/ginkgo/v2"
+	"github.com/onsi/gomega"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -39,10 +39,10 @@ func RegisterHost(name string, labels map[string]string, capacity *int32) *sandb
 	if capacity != nil {
 		h.Spec.Capacity = &sandboxv1.DockerHostCapacity{Sandboxes: capacity}
 	}
-	Expect(k8sClient.Create(ctx, h)).To(Succeed())
-	DeferCleanup(func() {
+	gomega.Expect(k8sClient.Create(ctx, h)).To(gomega.Succeed())
+	ginkgo.DeferCleanup(func() {
 		_ = k8sClient.Delete(ctx, h)
-		Eventually(func() error {
+		gomega.Eventually(func() error {
 			cur := &sandboxv1.DockerHost{}
 			if err := k8sClient.Get(ctx, client.ObjectKeyFromObject(h), cur); err != nil {
 				return client.IgnoreNotFound(err)
@@ -51,7 +51,7 @@ func RegisterHost(name string, labels map[string]string, capacity *int32) *sandb
 			cur.Finalizers = nil
 			_ = k8sClient.Patch(ctx, cur, patch)
 			return fmt.Errorf("DockerHost %s still exists", name)
-		}).Should(Succeed())
+		}).Should(gomega.Succeed())
 	})
 	return h
 }
@@ -61,31 +61,31 @@ func Poke(sb *sandboxv1.Sandbox) {
 	cur := Get(sb)
 	patch := client.MergeFrom(cur.DeepCopy())
 	metav1.SetMetaDataAnnotation(&cur.ObjectMeta, "test.sandbox.roboco.io/poke", time.Now().String())
-	ExpectWithOffset(1, k8sClient.Patch(ctx, cur, patch)).To(Succeed())
+	gomega.ExpectWithOffset(1, k8sClient.Patch(ctx, cur, patch)).To(gomega.Succeed())
 }
 
 // DockerHost reads the DockerHost name.
 func DockerHost(name string) *sandboxv1.DockerHost {
 	h := &sandboxv1.DockerHost{}
-	ExpectWithOffset(1, k8sClient.Get(ctx, client.ObjectKey{Name: name}, h)).To(Succeed())
+	gomega.ExpectWithOffset(1, k8sClient.Get(ctx, client.ObjectKey{Name: name}, h)).To(gomega.Succeed())
 	return h
 }
 
 // SetHost edits the DockerHost name's spec, retrying on conflicts (its
 // controllers write its status meanwhile).
 func SetHost(name string, edit func(*sandboxv1.DockerHostSpec)) {
-	EventuallyWithOffset(1, func() error {
+	gomega.EventuallyWithOffset(1, func() error {
 		h := DockerHost(name)
 		edit(&h.Spec)
 		return k8sClient.Update(ctx, h)
-	}).Should(Succeed())
+	}).Should(gomega.Succeed())
 }
 
 // DeleteHost deletes a DockerHost and waits until it is gone; forced strips
 // its in-use finalizer, as an operator who gave up on the host would.
 func DeleteHost(name string, forced bool) {
-	ExpectWithOffset(1, k8sClient.Delete(ctx, DockerHost(name))).To(Succeed())
-	EventuallyWithOffset(1, func() bool {
+	gomega.ExpectWithOffset(1, k8sClient.Delete(ctx, DockerHost(name))).To(gomega.Succeed())
+	gomega.EventuallyWithOffset(1, func() bool {
 		h := &sandboxv1.DockerHost{}
 		err := k8sClient.Get(ctx, client.ObjectKey{Name: name}, h)
 		if err == nil && forced {
@@ -94,5 +94,5 @@ func DeleteHost(name string, forced bool) {
 			_ = k8sClient.Patch(ctx, h, patch)
 		}
 		return apierrors.IsNotFound(err)
-	}, 45*time.Second).Should(BeTrue(), "DockerHost %s not gone", name)
+	}, 45*time.Second).Should(gomega.BeTrue(), "DockerHost %s not gone", name)
 }

@@ -3,7 +3,7 @@ package controllertest
 import (
 	"time"
 
-	. "github.com/onsi/gomega"
+	"github.com/onsi/gomega"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -23,7 +23,7 @@ func LifetimeOptions(grace time.Duration) Options {
 // the agent's orchestrator would.
 func SeedOwner(host *EngineSim, name string) {
 	_, err := host.SeedContainer(dd.ContainerSpec{Name: name, Image: "roboco/agent:latest"}, true)
-	ExpectWithOffset(1, err).NotTo(HaveOccurred())
+	gomega.ExpectWithOffset(1, err).NotTo(gomega.HaveOccurred())
 }
 
 // OwnedSandbox is a Sandbox that follows its owner container (the default owner,
@@ -49,7 +49,7 @@ func Deleting(sb *sandboxv1.Sandbox) bool {
 	if apierrors.IsNotFound(err) {
 		return true
 	}
-	Expect(err).NotTo(HaveOccurred())
+	gomega.Expect(err).NotTo(gomega.HaveOccurred())
 	return !got.DeletionTimestamp.IsZero()
 }
 

@@ -4,8 +4,8 @@ import (
 	"context"
 	"time"
 
-	. "github.com/onsi/ginkgo/v2"
-	. "github.com/onsi/gomega"
+	"github.com/onsi/ginkgo/v2"
+	"github.com/onsi/gomega"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -73,23 +73,23 @@ func StartManagerClient(cfg *rest.Config, driver dd.Driver, setup Setup, cacheOp
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
 		NewClient:  newClient,
 	})
-	Expect(err).NotTo(HaveOccurred())
-	Expect(setup.AddToManager(mgr, driver)).To(Succeed())
+	gomega.Expect(err).NotTo(gomega.HaveOccurred())
+	gomega.Expect(setup.AddToManager(mgr, driver)).To(gomega.Succeed())
 	mctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() {
-		defer GinkgoRecover()
+		defer ginkgo.GinkgoRecover()
 		defer close(done)
-		Expect(mgr.Start(mctx)).To(Succeed())
+		gomega.Expect(mgr.Start(mctx)).To(gomega.Succeed())
 	}()
 	stopped := false
 	stop = func() {
 		if !stopped {
 			stopped = true
 			cancel()
-			Eventually(done, 30*time.Second).Should(BeClosed())
+			gomega.Eventually(done, 30*time.Second).Should(gomega.BeClosed())
 		}
 	}
-	DeferCleanup(stop)
+	ginkgo.DeferCleanup(stop)
 	return stop
 }

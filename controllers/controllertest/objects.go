@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"time"
 
-	. "github.com/onsi/ginkgo/v2"
-	. "github.com/onsi/gomega"
+	"github.com/onsi/ginkgo/v2"
+	"github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -57,10 +57,10 @@ func NewHost(opts ...fake.Option) *EngineSim {
 // sees them.
 func NewNamespace() string {
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "sbx-"}}
-	Expect(k8sClient.Create(ctx, ns)).To(Succeed())
-	DeferCleanup(func() {
+	gomega.Expect(k8sClient.Create(ctx, ns)).To(gomega.Succeed())
+	ginkgo.DeferCleanup(func() {
 		var list sandboxv1.SandboxList
-		Expect(k8sClient.List(ctx, &list, client.InNamespace(ns.Name))).To(Succeed())
+		gomega.Expect(k8sClient.List(ctx, &list, client.InNamespace(ns.Name))).To(gomega.Succeed())
 		for i := range list.Items {
 			sb := &list.Items[i]
 			_ = k8sClient.Delete(ctx, sb)
@@ -69,7 +69,7 @@ func NewNamespace() string {
 			_ = client.IgnoreNotFound(k8sClient.Patch(ctx, sb, patch))
 		}
 		var pools sandboxv1.SandboxPoolList
-		Expect(k8sClient.List(ctx, &pools, client.InNamespace(ns.Name))).To(Succeed())
+		gomega.Expect(k8sClient.List(ctx, &pools, client.InNamespace(ns.Name))).To(gomega.Succeed())
 		for i := range pools.Items {
 			p := &pools.Items[i]
 			_ = k8sClient.Delete(ctx, p)
@@ -77,11 +77,11 @@ func NewNamespace() string {
 			p.Finalizers = nil
 			_ = client.IgnoreNotFound(k8sClient.Patch(ctx, p, patch))
 		}
-		Eventually(func() int {
-			Expect(k8sClient.List(ctx, &list, client.InNamespace(ns.Name))).To(Succeed())
-			Expect(k8sClient.List(ctx, &pools, client.InNamespace(ns.Name))).To(Succeed())
+		gomega.Eventually(func() int {
+			gomega.Expect(k8sClient.List(ctx, &list, client.InNamespace(ns.Name))).To(gomega.Succeed())
+			gomega.Expect(k8sClient.List(ctx, &pools, client.InNamespace(ns.Name))).To(gomega.Succeed())
 			return len(list.Items) + len(pools.Items)
-		}).Should(BeZero())
+		}).Should(gomega.BeZero())
 	})
 	return ns.Name
 }
@@ -90,7 +90,7 @@ func NewNamespace() string {
 // options name none.
 func SuiteInstance() string {
 	instance, err := controllers.ClusterInstance(ctx, k8sClient)
-	ExpectWithOffset(1, err).NotTo(HaveOccurred())
+	gomega.ExpectWithOffset(1, err).NotTo(gomega.HaveOccurred())
 	return instance
 }
 
@@ -107,7 +107,7 @@ func NewSandbox(ns, name, agentID string, engines ...string) *sandboxv1.Sandbox 
 // Get reads a Sandbox from the API server.
 func Get(sb *sandboxv1.Sandbox) *sandboxv1.Sandbox {
 	out := &sandboxv1.Sandbox{}
-	ExpectWithOffset(1, k8sClient.Get(ctx, client.ObjectKeyFromObject(sb), out)).To(Succeed())
+	gomega.ExpectWithOffset(1, k8sClient.Get(ctx, client.ObjectKeyFromObject(sb), out)).To(gomega.Succeed())
 	return out
 }
 
@@ -129,20 +129,20 @@ func Condition(sb *sandboxv1.Sandbox, t string) func() string {
 // ConditionOf is a Sandbox's condition of type t, which must be there.
 func ConditionOf(sb *sandboxv1.Sandbox, t string) metav1.Condition {
 	c := meta.FindStatusCondition(Get(sb).Status.Conditions, t)
-	ExpectWithOffset(1, c).NotTo(BeNil(), "no %s condition", t)
+	gomega.ExpectWithOffset(1, c).NotTo(gomega.BeNil(), "no %s condition", t)
 	return *c
 }
 
 // WaitReady waits for a Sandbox to be Ready and returns it.
 func WaitReady(sb *sandboxv1.Sandbox) *sandboxv1.Sandbox {
-	EventuallyWithOffset(1, Condition(sb, sandboxv1.ConditionReady)).Should(Equal("True/Ready"))
+	gomega.EventuallyWithOffset(1, Condition(sb, sandboxv1.ConditionReady)).Should(gomega.Equal("True/Ready"))
 	return Get(sb)
 }
 
 // SecretOf is the data of a Sandbox's credentials Secret.
 func SecretOf(sb *sandboxv1.Sandbox) map[string]string {
 	s := &corev1.Secret{}
-	ExpectWithOffset(1, k8sClient.Get(ctx, client.ObjectKey{Namespace: sb.Namespace, Name: sb.Name + "-sandbox"}, s)).To(Succeed())
+	gomega.ExpectWithOffset(1, k8sClient.Get(ctx, client.ObjectKey{Namespace: sb.Namespace, Name: sb.Name + "-sandbox"}, s)).To(gomega.Succeed())
 	out := map[string]string{}
 	for k, v := range s.Data {
 		out[k] = string(v)
@@ -153,7 +153,7 @@ func SecretOf(sb *sandboxv1.Sandbox) map[string]string {
 // ContainersOf lists the containers a Sandbox's UID label claims, in any state.
 func ContainersOf(host *EngineSim, sb *sandboxv1.Sandbox) []dd.ContainerSummary {
 	cs, err := host.List(ctx, map[string]string{shost.LabelUID: string(Get(sb).UID)})
-	ExpectWithOffset(1, err).NotTo(HaveOccurred())
+	gomega.ExpectWithOffset(1, err).NotTo(gomega.HaveOccurred())
 	return cs
 }
 
@@ -161,7 +161,7 @@ func ContainersOf(host *EngineSim, sb *sandboxv1.Sandbox) []dd.ContainerSummary 
 func ContainersByUID(host *EngineSim, uid string) func() []dd.ContainerSummary {
 	return func() []dd.ContainerSummary {
 		cs, err := host.List(ctx, map[string]string{shost.LabelUID: uid})
-		Expect(err).NotTo(HaveOccurred())
+		gomega.Expect(err).NotTo(gomega.HaveOccurred())
 		return cs
 	}
 }
@@ -183,7 +183,7 @@ func EventReasons(obj client.Object) func() []string {
 func EventsAbout(obj client.Object, pick func(eventsv1.Event) string) func() []string {
 	return func() []string {
 		var list eventsv1.EventList
-		Expect(k8sClient.List(ctx, &list, client.InNamespace(obj.GetNamespace()))).To(Succeed())
+		gomega.Expect(k8sClient.List(ctx, &list, client.InNamespace(obj.GetNamespace()))).To(gomega.Succeed())
 		var out []string
 		for _, e := range list.Items {
 			if e.Regarding.Name == obj.GetName() {
@@ -214,11 +214,11 @@ func Engines(sb *sandboxv1.Sandbox) []string {
 // Edit changes a Sandbox's spec, retrying on conflicts (the manager writes its
 // status meanwhile).
 func Edit(sb *sandboxv1.Sandbox, change func(*sandboxv1.SandboxSpec)) {
-	EventuallyWithOffset(1, func() error {
+	gomega.EventuallyWithOffset(1, func() error {
 		cur := Get(sb)
 		change(&cur.Spec)
 		return k8sClient.Update(ctx, cur)
-	}).Should(Succeed())
+	}).Should(gomega.Succeed())
 }
 
 func Seeded(sb *sandboxv1.Sandbox, configMap string) *sandboxv1.Sandbox {
@@ -236,9 +236,9 @@ func EventMessages(obj client.Object) func() []string {
 // DeletedGoes deletes sb and expects it gone with its Secret, within a deadline
 // that no wait of it may stretch.
 func DeletedGoes(sb *sandboxv1.Sandbox) {
-	ExpectWithOffset(1, k8sClient.Delete(ctx, sb)).To(Succeed())
-	EventuallyWithOffset(1, Gone(sb), 30*time.Second).Should(BeTrue(), "a deleted Sandbox that waits was kept")
-	EventuallyWithOffset(1, func() bool {
+	gomega.ExpectWithOffset(1, k8sClient.Delete(ctx, sb)).To(gomega.Succeed())
+	gomega.EventuallyWithOffset(1, Gone(sb), 30*time.Second).Should(gomega.BeTrue(), "a deleted Sandbox that waits was kept")
+	gomega.EventuallyWithOffset(1, func() bool {
 		return apierrors.IsNotFound(k8sClient.Get(ctx, KeyOf(sb.Namespace, sb.Name+"-sandbox"), &corev1.Secret{}))
-	}).Should(BeTrue(), "its Secret outlived it")
+	}).Should(gomega.BeTrue(), "its Secret outlived it")
 }

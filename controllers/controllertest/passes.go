@@ -4,7 +4,7 @@ import (
 	"sync"
 	"time"
 
-	. "github.com/onsi/gomega"
+	"github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -83,16 +83,16 @@ func (p *Passes) ByEvent(cause func(), want string) {
 	before := p.All()
 	due := dueAfter(before)
 	cause()
-	EventuallyWithOffset(1, func() []string {
+	gomega.EventuallyWithOffset(1, func() []string {
 		var reads []string
 		for _, pass := range p.All()[len(before):] {
 			reads = append(reads, pass.Read)
 		}
 		return reads
-	}).Should(ContainElement(want), "no pass after the event read %q", want)
+	}).Should(gomega.ContainElement(want), "no pass after the event read %q", want)
 	for _, pass := range p.All()[len(before):] {
 		if pass.Read == want {
-			ExpectWithOffset(1, pass.At).To(BeTemporally("<", due), "the first pass that read %q was the requeue the pass before asked for, not the event's", want)
+			gomega.ExpectWithOffset(1, pass.At).To(gomega.BeTemporally("<", due), "the first pass that read %q was the requeue the pass before asked for, not the event's", want)
 			return
 		}
 	}

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"time"
 
-	. "github.com/onsi/gomega"
+	"github.com/onsi/gomega"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -25,7 +25,7 @@ func NewPool(ns, name, engine string, replicas int32) *sandboxv1.SandboxPool {
 // GetPool reads a pool from the API server.
 func GetPool(p *sandboxv1.SandboxPool) *sandboxv1.SandboxPool {
 	out := &sandboxv1.SandboxPool{}
-	ExpectWithOffset(1, k8sClient.Get(ctx, client.ObjectKeyFromObject(p), out)).To(Succeed())
+	gomega.ExpectWithOffset(1, k8sClient.Get(ctx, client.ObjectKeyFromObject(p), out)).To(gomega.Succeed())
 	return out
 }
 
@@ -49,14 +49,14 @@ func Members(host *EngineSim, p *sandboxv1.SandboxPool) []dd.ContainerSummary {
 		p.UID = GetPool(p).UID
 	}
 	cs, err := host.List(ctx, map[string]string{shost.LabelPoolUID: string(p.UID)})
-	ExpectWithOffset(1, err).NotTo(HaveOccurred())
+	gomega.ExpectWithOffset(1, err).NotTo(gomega.HaveOccurred())
 	return cs
 }
 
 // RedisPing runs a redis probe with password inside container id.
 func RedisPing(host *EngineSim, id, password string) string {
 	res, err := host.Exec(ctx, id, dd.ExecSpec{Cmd: []string{"redis-cli", "-h", "x", "PING"}, Env: map[string]string{"REDISCLI_AUTH": password}})
-	ExpectWithOffset(1, err).NotTo(HaveOccurred())
+	gomega.ExpectWithOffset(1, err).NotTo(gomega.HaveOccurred())
 	return strings.TrimSpace(res.Stdout)
 }
 
@@ -64,11 +64,11 @@ func RedisPing(host *EngineSim, id, password string) string {
 // and returns it.
 func Reclaimed(sb *sandboxv1.Sandbox, id string) string {
 	var next string
-	EventuallyWithOffset(2, func() bool {
+	gomega.EventuallyWithOffset(2, func() bool {
 		s := Get(sb)
 		next = s.Status.Services[0].ContainerID
 		return sandboxv1.IsReady(s) && next != id
-	}, 30*time.Second).Should(BeTrue(), func() string { return fmt.Sprintf("not served again: %+v", Get(sb).Status) })
+	}, 30*time.Second).Should(gomega.BeTrue(), func() string { return fmt.Sprintf("not served again: %+v", Get(sb).Status) })
 	return next
 }
 
@@ -76,19 +76,19 @@ func Reclaimed(sb *sandboxv1.Sandbox, id string) string {
 // and returns the pool member that serves it next: a claim for a Sandbox whose
 // Secret exists, so the member is rotated to the Secret's password.
 func Reclaim(host *EngineSim, sb *sandboxv1.Sandbox, id string) string {
-	ExpectWithOffset(1, host.DeleteContainer(id)).To(Succeed())
+	gomega.ExpectWithOffset(1, host.DeleteContainer(id)).To(gomega.Succeed())
 	next := Reclaimed(sb, id)
 	c, _ := host.Peek(next)
-	ExpectWithOffset(1, c.Labels).To(HaveKey(shost.LabelPoolUID), "not served by a member")
+	gomega.ExpectWithOffset(1, c.Labels).To(gomega.HaveKey(shost.LabelPoolUID), "not served by a member")
 	return next
 }
 
 // StripFinalizers deletes obj without letting its finalizer run (a force).
 func StripFinalizers(obj client.Object) {
-	Expect(k8sClient.Delete(ctx, obj)).To(Succeed())
+	gomega.Expect(k8sClient.Delete(ctx, obj)).To(gomega.Succeed())
 	patch := client.MergeFrom(obj.DeepCopyObject().(client.Object))
 	obj.SetFinalizers(nil)
-	Expect(client.IgnoreNotFound(k8sClient.Patch(ctx, obj, patch))).To(Succeed())
+	gomega.Expect(client.IgnoreNotFound(k8sClient.Patch(ctx, obj, patch))).To(gomega.Succeed())
 }
 
 // IsMember says whether a container is named as a pool member.

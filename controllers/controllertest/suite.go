@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	. "github.com/onsi/ginkgo/v2"
-	. "github.com/onsi/gomega"
+	"github.com/onsi/ginkgo/v2"
+	"github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/runtime"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -30,28 +30,28 @@ var (
 // RunSuite runs the package's specs with the suites' default waits: an
 // Eventually's deadline holds at a load of 10 on 2 cores.
 func RunSuite(t *testing.T, description string) {
-	RegisterFailHandler(Fail)
-	SetDefaultEventuallyTimeout(20 * time.Second)
-	SetDefaultEventuallyPollingInterval(50 * time.Millisecond)
-	RunSpecs(t, description)
+	gomega.RegisterFailHandler(ginkgo.Fail)
+	gomega.SetDefaultEventuallyTimeout(20 * time.Second)
+	gomega.SetDefaultEventuallyPollingInterval(50 * time.Millisecond)
+	ginkgo.RunSpecs(t, description)
 }
 
 // StartControlPlane is a suite's BeforeSuite: it starts etcd and kube-apiserver
 // with the CRDs installed. Without their binaries ($KUBEBUILDER_ASSETS, or a
 // build under bin/k8s) the suite fails, naming what to run: it never skips.
 func StartControlPlane() {
-	ctrl.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
+	ctrl.SetLogger(zap.New(zap.WriteTo(ginkgo.GinkgoWriter), zap.UseDevMode(true)))
 	var err error
 	env, err = testenv.Start()
-	Expect(err).NotTo(HaveOccurred(), "no control plane for the suite: $KUBEBUILDER_ASSETS names none, or unset and none built under bin/k8s (run `make envtest`)")
+	gomega.Expect(err).NotTo(gomega.HaveOccurred(), "no control plane for the suite: $KUBEBUILDER_ASSETS names none, or unset and none built under bin/k8s (run `make envtest`)")
 	k8sClient, err = client.New(env.Config, client.Options{Scheme: scheme})
-	Expect(err).NotTo(HaveOccurred())
+	gomega.Expect(err).NotTo(gomega.HaveOccurred())
 }
 
 // StopControlPlane is a suite's AfterSuite.
 func StopControlPlane() {
 	if env != nil {
-		Expect(env.Stop()).To(Succeed())
+		gomega.Expect(env.Stop()).To(gomega.Succeed())
 	}
 }
 

@@ -3,7 +3,7 @@ package controllertest
 import (
 	"time"
 
-	. "github.com/onsi/gomega"
+	"github.com/onsi/gomega"
 
 	dd "github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver"
 	shost "github.com/roboco-sandbox/sandbox-controller/internal/host"
@@ -28,7 +28,7 @@ func SeedOrphanOf(host *EngineSim, instance, container, ns, name, uid string) dd
 		shost.LabelSandbox: "1", shost.LabelOwner: "roboco-agent-" + name,
 		shost.LabelNamespace: ns, shost.LabelName: name, shost.LabelUID: uid, shost.LabelEngine: "redis",
 		shost.LabelInstance: instance}}, true)
-	ExpectWithOffset(1, err).NotTo(HaveOccurred())
+	gomega.ExpectWithOffset(1, err).NotTo(gomega.HaveOccurred())
 	return c
 }
 
@@ -43,12 +43,12 @@ func Exists(host *EngineSim, name string) func() bool {
 // WhenGone waits for a container to disappear and returns when it was first seen gone.
 func WhenGone(host *EngineSim, name string, within time.Duration) time.Time {
 	var at time.Time
-	EventuallyWithOffset(1, func() bool {
+	gomega.EventuallyWithOffset(1, func() bool {
 		if _, ok := host.Peek(name); !ok {
 			at = time.Now()
 			return true
 		}
 		return false
-	}, within, 20*time.Millisecond).Should(BeTrue(), "%s not removed", name)
+	}, within, 20*time.Millisecond).Should(gomega.BeTrue(), "%s not removed", name)
 	return at
 }
