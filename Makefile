@@ -94,6 +94,18 @@ test: verify-generated verify-tidy vet lint images ## Run every test suite (buil
 	cd api && go test $(GO_TEST_FLAGS) ./...
 	CHAOS_CYCLES=$(CHAOS_SHORT_CYCLES) KUBEBUILDER_ASSETS="$$(hack/build-envtest.sh)" go test $(GO_TEST_FLAGS) ./...
 
+# The controller suites alone, the inner loop before `make test`: each reconciler
+# package (controllers/sandbox, sandboxpool, sweep) and the face (controllers/) runs
+# its own suite on its own control plane, side by side. PKG=<name> runs one
+# package's (PKG=sandboxpool; PKG=. the face's); FOCUS='words' runs the specs whose
+# text matches.
+PKG ?=
+FOCUS ?=
+
+.PHONY: test-controllers
+test-controllers: images ## Run the controller suites (PKG=sandboxpool: one package's; PKG=.: the face's; FOCUS='words' with PKG: its matching specs only).
+	KUBEBUILDER_ASSETS="$$(hack/build-envtest.sh)" go test $(GO_TEST_FLAGS) $(if $(PKG),./controllers/$(PKG)/,./controllers/...) $(if $(FOCUS),-ginkgo.focus='$(FOCUS)')
+
 .PHONY: chaos
 chaos: images ## The long chaos run (CHAOS_CYCLES=130 fault cycles: each of the 13 kinds at least 10 times; CHAOS_SEED=n replays one), the planted bugs it must catch, and idle Sandboxes through a CHAOS_OUTAGE=4m daemon outage.
 	hack/ensure-iproute2.sh

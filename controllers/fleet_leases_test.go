@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
-	"github.com/roboco-sandbox/sandbox-controller/controllers"
+	ct "github.com/roboco-sandbox/sandbox-controller/controllers/controllertest"
 	dd "github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver"
 	"github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver/fake"
 )
@@ -21,7 +21,7 @@ import (
 // replica runs a manager with no Docker host of its own that shares the
 // registered ones with other replicas through Leases in leaseNS, each held for
 // duration unless renewed.
-func replica(leaseNS, identity string, hosts map[string]*engineSim, duration time.Duration) (stop func()) {
+func replica(leaseNS, identity string, hosts map[string]*ct.EngineSim, duration time.Duration) (stop func()) {
 	dial := func(_ context.Context, h *sandboxv1.DockerHost) (dd.Driver, error) {
 		for name, sim := range hosts {
 			if h.Spec.Endpoint == "unix:///fake/"+name {
@@ -30,9 +30,9 @@ func replica(leaseNS, identity string, hosts map[string]*engineSim, duration tim
 		}
 		return nil, fmt.Errorf("no fake at %s", h.Spec.Endpoint)
 	}
-	return startManagerWith(env.Config, nil, controllers.Setup{Options: testOptions(), Sweep: true,
+	return ct.StartManagerWith(env.Config, nil, ct.Setup{Options: ct.TestOptions(), Sweep: true,
 		HostIdentitySettle: time.Millisecond, Dial: dial,
-		Leases: &controllers.HostLeases{Namespace: leaseNS, Identity: identity, Duration: duration, RetryPeriod: 200 * time.Millisecond}})
+		Leases: &ct.HostLeases{Namespace: leaseNS, Identity: identity, Duration: duration, RetryPeriod: 200 * time.Millisecond}})
 }
 
 // leasesIn describes the Leases in ns (name: holder), for a failure's message.
@@ -51,17 +51,17 @@ func leasesIn(ns string) func() string {
 }
 
 func managerOf(name string) func() string {
-	return func() string { return dockerHost(name).Status.Manager }
+	return func() string { return ct.DockerHost(name).Status.Manager }
 }
 
 var _ = Describe("Replicas sharing the Docker hosts", func() {
 	It("drives each host from one replica, and hands a stopped replica's host to another", func() {
-		ns, leaseNS := newNamespace(), newNamespace()
-		b, c := newHost(), newHost()
-		registerHost("share-b", nil, nil)
-		registerHost("share-c", nil, nil)
-		registerHost("share-a", nil, nil) // a host neither replica can dial: it still counts in the share
-		hosts := map[string]*engineSim{"share-b": b, "share-c": c}
+		ns, leaseNS := ct.NewNamespace(), ct.NewNamespace()
+		b, c := ct.NewHost(), ct.NewHost()
+		ct.RegisterHost("share-b", nil, nil)
+		ct.RegisterHost("share-c", nil, nil)
+		ct.RegisterHost("share-a", nil, nil) // a host neither replica can dial: it still counts in the share
+		hosts := map[string]*ct.EngineSim{"share-b": b, "share-c": c}
 		stops := map[string]func(){"r1": replica(leaseNS, "r1", hosts, 2*time.Second), "r2": replica(leaseNS, "r2", hosts, 2*time.Second)}
 
 		// Note: the suite's implicit host (local) may exist too: it counts in the shares.
@@ -79,13 +79,13 @@ var _ = Describe("Replicas sharing the Docker hosts", func() {
 		}).Should(Equal(map[string]int{"r1": 1, "r2": 1, "": 0}), "each replica drives its fair share of the hosts")
 		var sbs []*sandboxv1.Sandbox
 		for _, h := range []string{"share-b", "share-c"} {
-			sb := newSandbox(ns, "on-"+h, "on-"+h, "redis")
+			sb := ct.NewSandbox(ns, "on-"+h, "on-"+h, "redis")
 			sb.Spec.DockerHost = h
 			Expect(k8sClient.Create(ctx, sb)).To(Succeed())
 			sbs = append(sbs, sb)
 		}
 		for _, sb := range sbs {
-			waitReady(sb)
+			ct.WaitReady(sb)
 		}
 
 		holder := managerOf("share-b")()
@@ -93,22 +93,22 @@ var _ = Describe("Replicas sharing the Docker hosts", func() {
 		stops[holder]()
 		Eventually(managerOf("share-b"), 20*time.Second).Should(Equal(survivor), leasesIn(leaseNS))
 		Eventually(managerOf("share-c"), 20*time.Second).Should(Equal(survivor), leasesIn(leaseNS))
-		late := newSandbox(ns, "late", "late-1", "redis")
+		late := ct.NewSandbox(ns, "late", "late-1", "redis")
 		late.Spec.DockerHost = "share-b"
 		Expect(k8sClient.Create(ctx, late)).To(Succeed())
-		waitReady(late)
+		ct.WaitReady(late)
 		for _, sb := range append(sbs, late) {
-			Expect(condition(sb, sandboxv1.ConditionReady)()).To(Equal("True/Ready"))
+			Expect(ct.Condition(sb, sandboxv1.ConditionReady)()).To(Equal("True/Ready"))
 		}
 		Expect(b.Calls(fake.VerbCreateContainer)).To(Equal(2), "one create per Sandbox on share-b: none twice across the handover")
 		Expect(c.Calls(fake.VerbCreateContainer)).To(Equal(1))
 	})
 
 	It("hands a cleanly stopped replica's hosts to the other at once, not after its Leases expire", func() {
-		leaseNS := newNamespace()
-		hosts := map[string]*engineSim{"quit-b": newHost(), "quit-c": newHost()}
-		registerHost("quit-b", nil, nil)
-		registerHost("quit-c", nil, nil)
+		leaseNS := ct.NewNamespace()
+		hosts := map[string]*ct.EngineSim{"quit-b": ct.NewHost(), "quit-c": ct.NewHost()}
+		ct.RegisterHost("quit-b", nil, nil)
+		ct.RegisterHost("quit-c", nil, nil)
 		const long = time.Minute // far longer than the handover may take
 		stops := map[string]func(){"r1": replica(leaseNS, "r1", hosts, long), "r2": replica(leaseNS, "r2", hosts, long)}
 		Eventually(managerOf("quit-b")).ShouldNot(BeEmpty())
