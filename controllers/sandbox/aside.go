@@ -5,10 +5,10 @@ import (
 	"fmt"
 	"time"
 
-	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
-
-	dd "github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
+
+	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
+	dd "github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver"
 )
 
 // retire removes c, a container that no longer serves w's service (outdated,

@@ -3,6 +3,14 @@ package sandbox
 import (
 	"time"
 
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+
 	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
 	"github.com/roboco-sandbox/sandbox-controller/internal/apiclock"
 	"github.com/roboco-sandbox/sandbox-controller/internal/claim"
@@ -13,13 +21,6 @@ import (
 	"github.com/roboco-sandbox/sandbox-controller/internal/lease"
 	"github.com/roboco-sandbox/sandbox-controller/internal/options"
 	"github.com/roboco-sandbox/sandbox-controller/internal/poolkey"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/events"
-	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 )
 
 // Reconciler drives the Docker host toward each Sandbox.
@@ -52,7 +53,7 @@ type Reconciler struct {
 	own *ownActions
 	// memory keeps each Sandbox's backoff and probe attempts between passes.
 	memory *memory
-	// names are the names this replica's passes took on the host (names.go).
+	// names are the names this replica's passes took on the host (nameHeld).
 	names nameBook
 	// secrets watches the foreign Secrets that stall Sandboxes.
 	secrets *foreignSecrets

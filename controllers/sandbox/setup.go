@@ -3,17 +3,10 @@ package sandbox
 import (
 	"context"
 
-	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
-	ctrl "sigs.k8s.io/controller-runtime"
-
-	"github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver/eventhub"
-	"github.com/roboco-sandbox/sandbox-controller/internal/host"
-	"github.com/roboco-sandbox/sandbox-controller/internal/index"
-	"github.com/roboco-sandbox/sandbox-controller/internal/kit"
-	"github.com/roboco-sandbox/sandbox-controller/internal/lease"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -21,6 +14,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
+	"github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver/eventhub"
+	"github.com/roboco-sandbox/sandbox-controller/internal/host"
+	"github.com/roboco-sandbox/sandbox-controller/internal/index"
+	"github.com/roboco-sandbox/sandbox-controller/internal/kit"
+	"github.com/roboco-sandbox/sandbox-controller/internal/lease"
 )
 
 // SetupWithManager registers the reconciler, its Docker event watch and its pull
