@@ -14,6 +14,7 @@ import (
 	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
 	"github.com/roboco-sandbox/sandbox-controller/controllers/dockerhost"
 	"github.com/roboco-sandbox/sandbox-controller/controllers/sandbox"
+	"github.com/roboco-sandbox/sandbox-controller/controllers/sandbox/statusmetrics"
 	"github.com/roboco-sandbox/sandbox-controller/controllers/sandboxpool"
 	"github.com/roboco-sandbox/sandbox-controller/controllers/sweep"
 	"github.com/roboco-sandbox/sandbox-controller/internal/apiclock"
@@ -100,7 +101,7 @@ func newFleet(mgr ctrl.Manager, s Setup) (*fleet, error) {
 		return nil, err
 	}
 	f.clock = clock
-	if err := sandbox.RegisterStatusCollector(mgr.GetCache(), mgr.Elected()); err != nil {
+	if err := statusmetrics.Register(mgr.GetCache(), mgr.Elected()); err != nil {
 		return nil, err
 	}
 	// Liveness is the manager's own health: no pass stuck (Docker calls have deadlines).

@@ -9,54 +9,7 @@ import (
 
 	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
 	dd "github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver"
-	"github.com/roboco-sandbox/sandbox-controller/internal/host"
-	"github.com/roboco-sandbox/sandbox-controller/internal/kit"
 )
-
-// A container Docker cannot remove (dead, its root filesystem still mounted after a
-// daemon restart during its exit) is retried on its own backoff, never the
-// Sandbox's: it must not hold the service back, nor make its other retries wait.
-
-// asideRetry is the memory of a container Docker would not remove: how many
-// removals failed, and when the next one is due.
-type asideRetry struct {
-	failures int
-	due      time.Time
-}
-
-// asideDue is how long until the next removal of container id is due (0: now).
-func (m *memory) asideDue(sb *sandboxv1.Sandbox, id string, now time.Time) time.Duration {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if a, ok := m.of(sb).aside[id]; ok && a.due.After(now) {
-		return a.due.Sub(now)
-	}
-	return 0
-}
-
-// asideFailed records a failed removal of container id and returns when the next
-// is due: retryBackoff, counted per container.
-func (m *memory) asideFailed(sb *sandboxv1.Sandbox, id string, now time.Time) time.Duration {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	rec := m.of(sb)
-	a := rec.aside[id]
-	if a == nil {
-		a = &asideRetry{}
-		rec.aside[id] = a
-	}
-	wait := kit.Jitter(host.Delay(kit.RetryBackoff, a.failures))
-	a.failures++
-	a.due = now.Add(wait)
-	return wait
-}
-
-// asideGone forgets a container that is removed.
-func (m *memory) asideGone(sb *sandboxv1.Sandbox, id string) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	delete(m.of(sb).aside, id)
-}
 
 // retire removes c, a container that no longer serves w's service (outdated,
 // exited, rolled out). When Docker cannot remove it and it holds the service's

@@ -121,3 +121,11 @@ func (r *Reconciler) rotateClaimed(ctx context.Context, w serviceWork, c dd.Cont
 	}
 	return true, ""
 }
+
+// poolNames are the pools a Sandbox may claim from (none: any).
+func poolNames(sb *sandboxv1.Sandbox) []string {
+	if p := sb.Spec.Pools; p != nil {
+		return p.Names
+	}
+	return nil
+}

@@ -101,11 +101,3 @@ func (r *Reconciler) unreserve(ctx context.Context, ms map[string]host.Member) {
 		_ = r.Host.Remove(ctx, m.ID)
 	}
 }
-
-// poolNames are the pools a Sandbox may claim from (none: any).
-func poolNames(sb *sandboxv1.Sandbox) []string {
-	if p := sb.Spec.Pools; p != nil {
-		return p.Names
-	}
-	return nil
-}

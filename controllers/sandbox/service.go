@@ -18,15 +18,12 @@ import (
 	"github.com/roboco-sandbox/sandbox-controller/internal/host"
 )
 
-// serviceWork is one service of one pass: what is wanted, what status said last.
-type serviceWork struct {
-	sb   *sandboxv1.Sandbox
-	svc  host.Service
-	prev sandboxv1.ServiceStatus
-	// reserved is the pool member recorded for the service this pass, whose own
-	// password the Secret holds (nil: none).
-	reserved *host.Member
-}
+// Pacing of a service that waits.
+const (
+	pullPollInterval = 5 * time.Second
+	// pausedRecheck backs the unpause event up.
+	pausedRecheck = time.Minute
+)
 
 // reconcileService drives one service one step further, after what the host layer
 // observes of it: container, then probe, then features. ours are this Sandbox's

@@ -6,9 +6,13 @@ import (
 	"slices"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
+	"github.com/roboco-sandbox/sandbox-controller/controllers/sandbox/data"
 	"github.com/roboco-sandbox/sandbox-controller/internal/class"
 	dd "github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver"
+	"github.com/roboco-sandbox/sandbox-controller/internal/engine"
 	"github.com/roboco-sandbox/sandbox-controller/internal/host"
 )
 
@@ -97,5 +101,39 @@ func (r *Reconciler) reseed(ctx context.Context, w serviceWork, c dd.Container, 
 	res.event(sandboxv1.EventRecreated, fmt.Sprintf("%s: %s on container %s; making it again", w.svc.Engine.Name(), why, c.Name))
 	res.probes = part{reason: sandboxv1.ReasonProbing, message: why + "; making the container again"}
 	res.after(time.Second)
+	return res
+}
+
+// serviceData carries what earlier requests did to the service's data, and
+// does spec.data's request once the service answers: in its container, as a
+// step of this pass. A failure is recorded, in the engine's words, and is
+// not retried: the request is finished, the service serves as before.
+func (r *Reconciler) serviceData(ctx context.Context, w serviceWork, res serviceResult) serviceResult {
+	// Note: a copy, also where a settled service's status is prev's (its pointer).
+	if w.prev.Data != nil && res.status.Engine == w.prev.Engine && (res.status.Data == nil || res.status.Data == w.prev.Data) {
+		res.status.Data = w.prev.Data.DeepCopy()
+	}
+	req := data.Requested(w.sb, res.status.Engine, res.status.Data)
+	if req == nil || !res.status.Ready {
+		return res
+	}
+	op, event := data.Operation(req.Action)
+	failed, took := "", time.Duration(0)
+	if ok, why := engine.Snapshots(w.svc.Engine); !ok && op != engine.OpReset {
+		failed = why
+	} else if c, err := r.Host.Inspect(ctx, res.status.ContainerID); err != nil {
+		return res.dockerFailed(ctx, err, "inspecting "+w.svc.Container.Name+" for spec.data")
+	} else if failed, took, err = r.Host.Data(ctx, w.svc, c, host.Address(c, w.svc.Network), op, req.Key()); err != nil {
+		return res.dockerFailed(ctx, err, fmt.Sprintf("%s %s for spec.data", req.Action, w.svc.Container.Name))
+	}
+	done := &sandboxv1.DataOperation{ID: req.ID, Generation: w.sb.Generation, Time: metav1.Now(),
+		ContainerID: res.status.ContainerID, DurationMilliseconds: took.Milliseconds()}
+	res.status.Data = data.Record(res.status.Data, req, failed, done)
+	name := w.svc.Engine.Name()
+	if failed != "" {
+		res.warn(sandboxv1.ReasonDataFailed, fmt.Sprintf("%s: %s %s failed: %s; the service serves as before", name, req.Action, req.ID, failed))
+		return res
+	}
+	res.event(event, fmt.Sprintf("%s: %s %s done in %s on container %s", name, req.Action, req.ID, took.Round(time.Millisecond), w.svc.Container.Name))
 	return res
 }

@@ -15,11 +15,22 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
+	"github.com/roboco-sandbox/sandbox-controller/controllers/sandbox/data"
 	"github.com/roboco-sandbox/sandbox-controller/internal/chaosplant"
 	dd "github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver"
 	"github.com/roboco-sandbox/sandbox-controller/internal/host"
 	"github.com/roboco-sandbox/sandbox-controller/internal/kit"
 )
+
+// provisionServices drives every service one step further, and summarizes them
+// in status. A refused growth (held) comes back at its recheck at the latest.
+func (r *Reconciler) provisionServices(ctx context.Context, p *pass) (ctrl.Result, bool, error) {
+	result, err := r.reconcileServices(ctx, p.sb, p.creds, p.held)
+	if p.held != nil {
+		result.RequeueAfter = kit.Soonest(result.RequeueAfter, p.held.result.RequeueAfter)
+	}
+	return result, true, err
+}
 
 // reconcileServices provisions every service in parallel with the passwords of
 // creds and summarizes the result into sb.Status. held (nil: none) is a refused
@@ -64,7 +75,7 @@ func (r *Reconciler) reconcileServices(ctx context.Context, sb *sandboxv1.Sandbo
 		byEngine[c.Labels[host.LabelEngine]] = append(byEngine[c.Labels[host.LabelEngine]], c)
 	}
 	if held != nil {
-		specs = holding(specs, byEngine)
+		specs = heldAsTheyRun(specs, byEngine)
 	}
 	dropped, err := r.removeDropped(ctx, sb, specs, byEngine)
 	if err != nil {
@@ -88,16 +99,16 @@ func (r *Reconciler) reconcileServices(ctx context.Context, sb *sandboxv1.Sandbo
 	if held != nil {
 		held.hold(sb)
 	}
-	summarizeData(sb)
+	data.Summarize(sb)
 	r.report(ctx, sb, results, wasReady, oldConditions)
 	result := passResult(results, r.Options.ResyncPeriod)
 	result.RequeueAfter = kit.Soonest(result.RequeueAfter, dropped)
 	return result, nil
 }
 
-// holding keeps, of specs, the services that have containers, each held as it
+// heldAsTheyRun keeps, of specs, the services that have containers, each held as it
 // runs: a service the spec added waits with the refused growth.
-func holding(specs []host.Service, byEngine map[string][]dd.ContainerSummary) []host.Service {
+func heldAsTheyRun(specs []host.Service, byEngine map[string][]dd.ContainerSummary) []host.Service {
 	kept := specs[:0:0]
 	for _, s := range specs {
 		if len(byEngine[s.Engine.Name()]) > 0 {

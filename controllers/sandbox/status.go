@@ -1,8 +1,8 @@
 package sandbox
 
 import (
+	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -18,90 +18,6 @@ var failureReasons = map[string]bool{
 	sandboxv1.ReasonProbeTimeout: true, sandboxv1.ReasonFeatureVerifyFailed: true,
 	sandboxv1.ReasonDockerUnavailable: true, sandboxv1.ReasonInvalidSpec: true, sandboxv1.ReasonPaused: true,
 	sandboxv1.ReasonDockerError: true,
-}
-
-// merge folds the services' parts into one condition: True when all are ok, else the
-// most serious reason and every service's message.
-func merge(sb *sandboxv1.Sandbox, condType, okReason string, results []serviceResult, pick func(serviceResult) part) {
-	var reason string
-	var messages []string
-	for _, res := range results {
-		p := pick(res)
-		if p.ok {
-			continue
-		}
-		if reason == "" || failureReasons[p.reason] && !failureReasons[reason] {
-			reason = p.reason
-		}
-		messages = append(messages, fmt.Sprintf("%s: %s", res.status.Engine, p.message))
-	}
-	if reason == "" {
-		kit.SetCondition(sb, condType, metav1.ConditionTrue, okReason, fmt.Sprintf("all %d services", len(results)))
-		return
-	}
-	kit.SetCondition(sb, condType, metav1.ConditionFalse, reason, strings.Join(messages, "; "))
-}
-
-// summarize writes the services' results into status and derives every condition.
-func summarize(sb *sandboxv1.Sandbox, results []serviceResult) {
-	sb.Status.ObservedGeneration = sb.Generation
-	sb.Status.SecretName = sandboxv1.SecretName(sb)
-	sb.Status.Services = make([]sandboxv1.ServiceStatus, len(results))
-	engines := make([]string, len(results))
-	for i, res := range results {
-		sb.Status.Services[i] = res.status
-		engines[i] = string(res.status.Engine)
-	}
-	sb.Status.Engines = strings.Join(engines, ",")
-
-	merge(sb, sandboxv1.ConditionImagesReady, sandboxv1.ReasonPresent, results, func(r serviceResult) part { return r.images })
-	merge(sb, sandboxv1.ConditionContainersRunning, sandboxv1.ReasonRunning, results, func(r serviceResult) part { return r.containers })
-	merge(sb, sandboxv1.ConditionServicesReady, sandboxv1.ReasonReady, results, func(r serviceResult) part { return r.probes })
-	merge(sb, sandboxv1.ConditionUpToDate, sandboxv1.ReasonUpToDate, results, func(r serviceResult) part { return r.upToDate })
-
-	stalled := false
-	for _, res := range results {
-		stalled = stalled || res.stalled
-	}
-	summarizeReady(sb, stalled)
-}
-
-// summarizeReady derives Ready, Reconciling and Stalled from the other conditions.
-func summarizeReady(sb *sandboxv1.Sandbox, stalled bool) {
-	var blocking *metav1.Condition
-	for _, t := range []string{sandboxv1.ConditionImagesReady, sandboxv1.ConditionContainersRunning, sandboxv1.ConditionServicesReady} {
-		c := meta.FindStatusCondition(sb.Status.Conditions, t)
-		if c == nil || c.Status == metav1.ConditionTrue {
-			continue
-		}
-		if blocking == nil || failureReasons[c.Reason] && !failureReasons[blocking.Reason] {
-			blocking = c
-		}
-	}
-	switch {
-	case blocking == nil:
-		kit.SetCondition(sb, sandboxv1.ConditionReady, metav1.ConditionTrue, sandboxv1.ReasonReady,
-			fmt.Sprintf("%s ready; credentials in Secret %s", sb.Status.Engines, sb.Status.SecretName))
-		meta.RemoveStatusCondition(&sb.Status.Conditions, sandboxv1.ConditionReconciling)
-		meta.RemoveStatusCondition(&sb.Status.Conditions, sandboxv1.ConditionStalled)
-		return
-	case stalled:
-		kit.SetCondition(sb, sandboxv1.ConditionReady, metav1.ConditionFalse, sandboxv1.ReasonFailed, blocking.Message)
-		kit.SetCondition(sb, sandboxv1.ConditionStalled, metav1.ConditionTrue, blocking.Reason, blocking.Message)
-		meta.RemoveStatusCondition(&sb.Status.Conditions, sandboxv1.ConditionReconciling)
-	case failureReasons[blocking.Reason]:
-		reason := sandboxv1.ReasonFailed
-		if blocking.Reason == sandboxv1.ReasonDockerUnavailable {
-			reason = sandboxv1.ReasonDockerUnavailable
-		}
-		kit.SetCondition(sb, sandboxv1.ConditionReady, metav1.ConditionFalse, reason, blocking.Message)
-		kit.SetCondition(sb, sandboxv1.ConditionReconciling, metav1.ConditionTrue, blocking.Reason, "retrying: "+blocking.Message)
-		meta.RemoveStatusCondition(&sb.Status.Conditions, sandboxv1.ConditionStalled)
-	default:
-		kit.SetCondition(sb, sandboxv1.ConditionReady, metav1.ConditionFalse, sandboxv1.ReasonProvisioning, blocking.Message)
-		kit.SetCondition(sb, sandboxv1.ConditionReconciling, metav1.ConditionTrue, blocking.Reason, blocking.Message)
-		meta.RemoveStatusCondition(&sb.Status.Conditions, sandboxv1.ConditionStalled)
-	}
 }
 
 // stallAll marks the whole Sandbox stalled for a reason that is not any one service's
@@ -121,4 +37,21 @@ func dockerDown(sb *sandboxv1.Sandbox, err error, retryIn time.Duration) {
 	kit.SetCondition(sb, sandboxv1.ConditionReady, metav1.ConditionFalse, sandboxv1.ReasonDockerUnavailable, msg)
 	kit.SetCondition(sb, sandboxv1.ConditionReconciling, metav1.ConditionTrue, sandboxv1.ReasonDockerUnavailable, "retrying: "+msg)
 	meta.RemoveStatusCondition(&sb.Status.Conditions, sandboxv1.ConditionStalled)
+}
+
+// writeStatus writes sb's status as a merge patch from before, and remembers sb
+// as the API server returned it.
+//
+// Note: only what a write returned is remembered, never a pass's Sandbox at
+// its end: after a write that failed it holds what the server does not (with
+// the resourceVersion of an earlier write that succeeded, its finalizer's), and
+// the next pass, handed it for a cache that lagged, patched from it and sent
+// none of that (a Sandbox Ready whose status never named its Docker host).
+func (r *Reconciler) writeStatus(ctx context.Context, before, sb *sandboxv1.Sandbox) error {
+	from := sb.ResourceVersion
+	if err := kit.PatchStatus(ctx, r.Client, before, sb); err != nil {
+		return err
+	}
+	r.memory.wrote(from, sb)
+	return nil
 }

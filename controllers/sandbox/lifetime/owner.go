@@ -1,4 +1,4 @@
-package sandbox
+package lifetime
 
 import (
 	"context"
@@ -19,18 +19,12 @@ import (
 	"github.com/roboco-sandbox/sandbox-controller/internal/kit"
 )
 
-// trackedOwner is the owner container whose life the Sandbox follows; false when
-// owner tracking is off (owner.policy None).
-func (r *Reconciler) trackedOwner(sb *sandboxv1.Sandbox) (string, bool) {
-	return r.Options.TrackedOwner(sb)
-}
-
 // gracePeriod is how long the owner may be missing before the Sandbox goes.
-func (r *Reconciler) gracePeriod(sb *sandboxv1.Sandbox) time.Duration {
+func (j Judge) gracePeriod(sb *sandboxv1.Sandbox) time.Duration {
 	if sb.Spec.Owner != nil && sb.Spec.Owner.GracePeriod != nil && sb.Spec.Owner.GracePeriod.Duration > 0 {
 		return sb.Spec.Owner.GracePeriod.Duration
 	}
-	return r.Options.GracePeriod
+	return j.Options.GracePeriod
 }
 
 // ownerDeadline is when a Sandbox whose owner went missing at since is deleted:
@@ -45,7 +39,7 @@ func ownerDeadline(sb *sandboxv1.Sandbox, since time.Time, grace time.Duration) 
 	return deadline
 }
 
-// reconcileOwner follows the owner container: OwnerAlive and status.ownerMissingSince
+// owner follows the owner container: OwnerAlive and status.ownerMissingSince
 // say whether it runs, and once it has been missing for the grace period the Sandbox
 // is deleted (the finalizer tears down). It returns how long until that deadline
 // while the owner is missing, and whether it deleted the Sandbox.
@@ -57,8 +51,8 @@ func ownerDeadline(sb *sandboxv1.Sandbox, since time.Time, grace time.Duration) 
 // lags the owner's end by milliseconds. It inspects the owner afresh in the same
 // pass as any deletion: a missed "start" event cannot get a live owner's Sandbox
 // deleted.
-func (r *Reconciler) reconcileOwner(ctx context.Context, sb *sandboxv1.Sandbox) (requeueAfter time.Duration, deleted bool, err error) {
-	name, tracked := r.trackedOwner(sb)
+func (j Judge) owner(ctx context.Context, sb *sandboxv1.Sandbox) (requeueAfter time.Duration, deleted bool, err error) {
+	name, tracked := j.Options.TrackedOwner(sb)
 	if !tracked {
 		sb.Status.OwnerMissingSince = nil
 		kit.SetCondition(sb, sandboxv1.ConditionOwnerAlive, metav1.ConditionTrue, sandboxv1.ReasonNoOwner,
@@ -67,12 +61,12 @@ func (r *Reconciler) reconcileOwner(ctx context.Context, sb *sandboxv1.Sandbox) 
 	}
 	log := logf.FromContext(ctx).WithValues("owner", name)
 
-	owner, err := r.Driver.Inspect(ctx, name)
+	owner, err := j.Driver.Inspect(ctx, name)
 	switch {
 	case err == nil && owner.State.Alive():
 		if since := sb.Status.OwnerMissingSince; since != nil {
-			r.Recorder.Eventf(sb, nil, corev1.EventTypeNormal, sandboxv1.EventOwnerBack, sandboxv1.ActionReconcile,
-				"owner container %s runs again after %s missing", name, r.now().Sub(since.Time).Round(time.Second))
+			j.Recorder.Eventf(sb, nil, corev1.EventTypeNormal, sandboxv1.EventOwnerBack, sandboxv1.ActionReconcile,
+				"owner container %s runs again after %s missing", name, j.now().Sub(since.Time).Round(time.Second))
 			log.Info("Owner container runs again", "missingSince", since.Time)
 		}
 		sb.Status.OwnerMissingSince = nil
@@ -83,14 +77,14 @@ func (r *Reconciler) reconcileOwner(ctx context.Context, sb *sandboxv1.Sandbox) 
 		// Note: an unanswered inspect says nothing about the owner; concluding it is
 		// missing would start (or end) a window on Docker's health, not the agent's.
 		kit.SetCondition(sb, sandboxv1.ConditionOwnerAlive, metav1.ConditionUnknown, sandboxv1.ReasonDockerUnavailable,
-			fmt.Sprintf("cannot inspect owner container %s: %v; retrying in %s", name, err, retryLater(ctx).Round(time.Second)))
+			fmt.Sprintf("cannot inspect owner container %s: %v; retrying in %s", name, err, j.RetryIn(ctx).Round(time.Second)))
 		return 0, false, nil
 	}
 
-	now, grace := r.now(), r.gracePeriod(sb)
-	r.markMissing(ctx, sb, name, ownerState(owner, err), now)
+	now, grace := j.now(), j.gracePeriod(sb)
+	j.markMissing(ctx, sb, name, ownerState(owner, err), now)
 	if !ownerDeadline(sb, sb.Status.OwnerMissingSince.Time, grace).After(now) {
-		if err := r.confirmWindow(ctx, sb, name, ownerState(owner, err), now); err != nil {
+		if err := j.confirmWindow(ctx, sb, name, ownerState(owner, err), now); err != nil {
 			return 0, false, err
 		}
 	}
@@ -105,7 +99,7 @@ func (r *Reconciler) reconcileOwner(ctx context.Context, sb *sandboxv1.Sandbox) 
 
 	msg := fmt.Sprintf("owner container %s has been %s since %s (grace period %s): deleting the Sandbox",
 		name, ownerState(owner, err), since.UTC().Format(time.RFC3339), grace)
-	deleted, derr := r.deleteForGoneOwner(ctx, sb, msg)
+	deleted, derr := j.deleteForGoneOwner(ctx, sb, msg)
 	if deleted {
 		log.Info("Deleting the Sandbox: owner gone", "missingSince", since, "gracePeriod", grace,
 			"late", now.Sub(deadline).Round(time.Millisecond))
@@ -114,14 +108,14 @@ func (r *Reconciler) reconcileOwner(ctx context.Context, sb *sandboxv1.Sandbox) 
 }
 
 // markMissing opens the owner's window when none is open.
-func (r *Reconciler) markMissing(ctx context.Context, sb *sandboxv1.Sandbox, name, state string, now time.Time) {
+func (j Judge) markMissing(ctx context.Context, sb *sandboxv1.Sandbox, name, state string, now time.Time) {
 	if sb.Status.OwnerMissingSince != nil {
 		return
 	}
 	sb.Status.OwnerMissingSince = &metav1.Time{Time: ceilSecond(now)}
-	r.Recorder.Eventf(sb, nil, corev1.EventTypeWarning, sandboxv1.EventOwnerMissing, sandboxv1.ActionReconcile,
-		"owner container %s is %s; the Sandbox is deleted if it stays so for %s", name, state, r.gracePeriod(sb))
-	logf.FromContext(ctx).Info("Owner container missing", "owner", name, "state", state, "gracePeriod", r.gracePeriod(sb))
+	j.Recorder.Eventf(sb, nil, corev1.EventTypeWarning, sandboxv1.EventOwnerMissing, sandboxv1.ActionReconcile,
+		"owner container %s is %s; the Sandbox is deleted if it stays so for %s", name, state, j.gracePeriod(sb))
+	logf.FromContext(ctx).Info("Owner container missing", "owner", name, "state", state, "gracePeriod", j.gracePeriod(sb))
 }
 
 // confirmWindow replaces the window read from the cache by the one persisted on the
@@ -130,28 +124,28 @@ func (r *Reconciler) markMissing(ctx context.Context, sb *sandboxv1.Sandbox, nam
 // Note: the cache may still hold a window the owner has since ended (it came back,
 // the window was cleared, and it left again): judged on that, the Sandbox would go
 // at once instead of after a new grace period.
-func (r *Reconciler) confirmWindow(ctx context.Context, sb *sandboxv1.Sandbox, name, state string, now time.Time) error {
+func (j Judge) confirmWindow(ctx context.Context, sb *sandboxv1.Sandbox, name, state string, now time.Time) error {
 	fresh := &sandboxv1.Sandbox{}
-	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(sb), fresh); err != nil {
+	if err := j.API.Get(ctx, client.ObjectKeyFromObject(sb), fresh); err != nil {
 		return fmt.Errorf("reading the owner's window before deleting: %w", err)
 	}
 	sb.Status.OwnerMissingSince = fresh.Status.OwnerMissingSince
-	r.markMissing(ctx, sb, name, state, now)
+	j.markMissing(ctx, sb, name, state, now)
 	return nil
 }
 
 // deleteForGoneOwner deletes the Sandbox (this UID only) and says why in Ready.
-func (r *Reconciler) deleteForGoneOwner(ctx context.Context, sb *sandboxv1.Sandbox, msg string) (bool, error) {
+func (j Judge) deleteForGoneOwner(ctx context.Context, sb *sandboxv1.Sandbox, msg string) (bool, error) {
 	kit.SetCondition(sb, sandboxv1.ConditionReady, metav1.ConditionFalse, sandboxv1.ReasonOwnerGone, msg)
 	uid := sb.UID
-	if err := r.Delete(ctx, sb, client.Preconditions{UID: &uid}); err != nil {
+	if err := j.Client.Delete(ctx, sb, client.Preconditions{UID: &uid}); err != nil {
 		if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
 			return true, nil // already gone, or another object by that name now
 		}
 		return false, fmt.Errorf("deleting the Sandbox of a gone owner: %w", err)
 	}
-	r.Recorder.Eventf(sb, nil, corev1.EventTypeNormal, sandboxv1.EventOwnerGone, sandboxv1.ActionDelete, "%s", msg)
-	sandboxMetrics.ownerGoneDeletions.Inc()
+	j.Recorder.Eventf(sb, nil, corev1.EventTypeNormal, sandboxv1.EventOwnerGone, sandboxv1.ActionDelete, "%s", msg)
+	j.OwnerGone.Inc()
 	return true, nil
 }
 
@@ -183,12 +177,12 @@ func ownerState(owner dd.Container, inspectErr error) string {
 	return string(owner.State)
 }
 
-// withOwnerDeadline folds the owner's deadline into a pass's result.
+// WithOwnerDeadline folds the owner's deadline into a pass's result.
 //
 // Note: a terminal error ends retries, which would also drop the deadline and let
 // a stalled Sandbox outlive its owner; its stall is already in status and events, so
 // the deadline wins.
-func withOwnerDeadline(result ctrl.Result, err error, ownerLeft time.Duration) (ctrl.Result, error) {
+func WithOwnerDeadline(result ctrl.Result, err error, ownerLeft time.Duration) (ctrl.Result, error) {
 	if ownerLeft <= 0 {
 		return result, err
 	}

@@ -45,7 +45,7 @@ func (r *Reconciler) ours(ctx context.Context, sb *sandboxv1.Sandbox, specs []ho
 	if err != nil {
 		return nil, nil, err
 	}
-	r.recover(ctx, sb, inSecret(unserved(specs, cs, members, claims), creds), members, claims)
+	r.recover(ctx, sb, provable(unserved(specs, cs, members, claims), creds), members, claims)
 	for _, m := range members {
 		e := m.Labels[host.LabelEngine]
 		name := serviceContainerName(sb, e)
@@ -86,9 +86,9 @@ func unserved(specs []host.Service, cs, members []dd.ContainerSummary, claims ma
 	return out
 }
 
-// inSecret keeps the services of specs whose password creds read from the
+// provable keeps the services of specs whose password creds read from the
 // Sandbox's own Secret: the only proof a lost claim is recovered on.
-func inSecret(specs []host.Service, creds *credentials) []host.Service {
+func provable(specs []host.Service, creds *credentials) []host.Service {
 	if creds == nil {
 		return nil
 	}
@@ -168,4 +168,9 @@ func serviceContainerName(sb *sandboxv1.Sandbox, name string) string {
 		return ""
 	}
 	return engine.ContainerName(e, sb.Spec.AgentID)
+}
+
+// uidSelector selects the containers of one Sandbox.
+func uidSelector(sb *sandboxv1.Sandbox) map[string]string {
+	return map[string]string{host.LabelUID: string(sb.UID)}
 }

@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 
@@ -9,12 +10,13 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
 	"github.com/roboco-sandbox/sandbox-controller/internal/chaosplant"
 	"github.com/roboco-sandbox/sandbox-controller/internal/engine"
-	"github.com/roboco-sandbox/sandbox-controller/internal/host"
+	"github.com/roboco-sandbox/sandbox-controller/internal/kit"
 )
 
 // errSecretConflict says the Secret's name is taken by a Secret this Sandbox does not own.
@@ -24,32 +26,24 @@ func (e errSecretConflict) Error() string {
 	return fmt.Sprintf("Secret %s exists and is not controlled by this Sandbox: delete or rename it", e.name)
 }
 
-// credentials are a Sandbox's passwords by engine, and the Secret that holds them
-// as it stands on the API server.
-type credentials struct {
-	passwords map[string]string
-	secret    *corev1.Secret
-	// reserved are the pool members whose own passwords the Secret was made
-	// with this pass, by engine: their services claim them with a rename.
-	reserved map[string]host.Member
-	// pending, when set, ends with the create of the Secret, which runs
-	// beside the reserved members' renames; made waits for it.
-	pending chan error
-	err     error
-	// inSecret are the engines whose password was read from the Sandbox's
-	// own Secret (controlled by its UID), not made or derived this pass: a
-	// member answering to one was claimed by this Sandbox (see provenLost).
-	inSecret map[string]bool
-}
-
-// made waits for the Secret's create when it runs beside the pass, and says
-// whether the Secret was made (every later call says the same). Nothing is
-// reported Ready, and the Secret is not published to, before it returns nil.
-func (c *credentials) made() error {
-	if c.pending != nil {
-		c.err, c.pending = <-c.pending, nil
+// ensureCredentials reads or makes the credentials Secret (ensureSecret). A
+// Secret of its name that the Sandbox does not control stalls it, and is
+// watched until it goes.
+func (r *Reconciler) ensureCredentials(ctx context.Context, p *pass) (ctrl.Result, bool, error) {
+	creds, err := r.ensureSecret(ctx, p.sb)
+	var conflict errSecretConflict
+	key := types.NamespacedName{Namespace: p.sb.Namespace, Name: p.sb.Name}
+	switch {
+	case errors.As(err, &conflict):
+		stallAll(p.sb, sandboxv1.ReasonSecretConflict, err.Error())
+		r.secrets.watch(key, conflict.name)
+		return ctrl.Result{RequeueAfter: kit.Jitter(kit.StalledRecheck)}, false, nil
+	case err != nil:
+		return ctrl.Result{}, false, err
 	}
-	return c.err
+	r.secrets.stop(key)
+	p.creds = creds
+	return ctrl.Result{}, true, nil
 }
 
 // ensureSecret reads the credentials Secret, or creates it, so that every service's
@@ -224,3 +218,9 @@ func hostsOf(sb *sandboxv1.Sandbox) map[string]string {
 	}
 	return hosts
 }
+
+// SecretLabel marks the credentials Secrets, so the manager caches only those
+// (CacheOptions selects on the key alone). Its value is the Sandbox's UID, which
+// always fits a label value; releases before it wrote the Sandbox's name, which
+// does not when longer than 63 characters.
+const SecretLabel = "sandbox.roboco.io/sandbox"

@@ -1,4 +1,6 @@
-package sandbox
+// Package statusmetrics is what dashboards read of each Sandbox: a series per
+// condition of each Sandbox, read from the informer cache at scrape time.
+package statusmetrics
 
 import (
 	"context"
@@ -39,9 +41,9 @@ func newStatusCollector(reader client.Reader, elected <-chan struct{}) *statusCo
 	}
 }
 
-// RegisterStatusCollector (re)registers the collector for this manager; a
+// Register (re)registers the collector for this manager; a
 // process that starts a new manager (tests do) replaces the previous one's.
-func RegisterStatusCollector(reader client.Reader, elected <-chan struct{}) error {
+func Register(reader client.Reader, elected <-chan struct{}) error {
 	c := newStatusCollector(reader, elected)
 	if err := ctrlmetrics.Registry.Register(c); err != nil {
 		var are prometheus.AlreadyRegisteredError

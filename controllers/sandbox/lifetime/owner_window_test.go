@@ -1,4 +1,4 @@
-package sandbox
+package lifetime
 
 import (
 	"context"
@@ -31,13 +31,13 @@ func TestOwnerVerdictReadsThePersistedWindow(t *testing.T) {
 	scheme := testenv.Scheme()
 	cached := clientfake.NewClientBuilder().WithScheme(scheme).WithObjects(stale.DeepCopy()).WithStatusSubresource(stale).Build()
 	api := clientfake.NewClientBuilder().WithScheme(scheme).WithObjects(persisted.DeepCopy()).WithStatusSubresource(persisted).Build()
-	r := &Reconciler{Client: cached, APIReader: api, Driver: fake.New(), Recorder: events.NewFakeRecorder(16), Options: options.DefaultOptions()}
+	j := Judge{Client: cached, API: api, Driver: fake.New(), Recorder: events.NewFakeRecorder(16), Options: options.DefaultOptions()}
 
-	left, deleted, err := r.reconcileOwner(context.Background(), stale)
+	left, deleted, err := j.owner(context.Background(), stale)
 	if err != nil || deleted {
 		t.Fatalf("deleted = %v, err = %v: a Sandbox was deleted on a window its owner had already ended", deleted, err)
 	}
-	grace := r.Options.GracePeriod
+	grace := j.Options.GracePeriod
 	if left < grace-2*time.Second || left > grace+time.Second {
 		t.Errorf("left = %s, want a new window of the grace period (%s)", left, grace)
 	}

@@ -1,4 +1,4 @@
-package sandbox
+package lifetime
 
 import (
 	"errors"
@@ -77,7 +77,7 @@ func TestWithOwnerDeadline(t *testing.T) {
 		{"a terminal error gives way to the deadline", after(time.Second), terminal, time.Minute, after(time.Minute), nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := withOwnerDeadline(tc.result, tc.err, tc.ownerLeft)
+			got, err := WithOwnerDeadline(tc.result, tc.err, tc.ownerLeft)
 			if got != tc.want || !errors.Is(err, tc.wantErr) || (err == nil) != (tc.wantErr == nil) {
 				t.Errorf("got %+v, %v; want %+v, %v", got, err, tc.want, tc.wantErr)
 			}

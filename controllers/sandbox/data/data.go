@@ -1,23 +1,23 @@
-package sandbox
+// Package data is spec.data on a Sandbox's services: which request a service
+// has still to run, what became of it in its status, and the request's summary
+// in status.data and the DataRequest condition.
+package data
 
 import (
-	"context"
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
 	"github.com/roboco-sandbox/sandbox-controller/internal/engine"
-	"github.com/roboco-sandbox/sandbox-controller/internal/host"
 	"github.com/roboco-sandbox/sandbox-controller/internal/kit"
 )
 
-// dataOps maps a request's action to the engine's operation and its event.
-var dataOps = map[sandboxv1.DataAction]struct {
+// ops maps a request's action to the engine's operation and its event.
+var ops = map[sandboxv1.DataAction]struct {
 	op    engine.DataOp
 	event string
 }{
@@ -26,9 +26,9 @@ var dataOps = map[sandboxv1.DataAction]struct {
 	sandboxv1.DataRestore:    {engine.OpRestore, sandboxv1.EventRestored},
 }
 
-// dataRequested is spec.data when it names this engine and the service has
+// Requested is spec.data when it names this engine and the service has
 // not finished it yet.
-func dataRequested(sb *sandboxv1.Sandbox, e sandboxv1.Engine, done *sandboxv1.ServiceData) *sandboxv1.DataRequest {
+func Requested(sb *sandboxv1.Sandbox, e sandboxv1.Engine, done *sandboxv1.ServiceData) *sandboxv1.DataRequest {
 	req := sb.Spec.Data
 	if req == nil || !names(req, e) || finished(done, req) {
 		return nil
@@ -73,63 +73,38 @@ func names(req *sandboxv1.DataRequest, e sandboxv1.Engine) bool {
 	return len(req.Services) == 0 || slices.Contains(req.Services, e)
 }
 
-// serviceData carries what earlier requests did to the service's data, and
-// does spec.data's request once the service answers: in its container, as a
-// step of this pass. A failure is recorded, in the engine's words, and is
-// not retried: the request is finished, the service serves as before.
-func (r *Reconciler) serviceData(ctx context.Context, w serviceWork, res serviceResult) serviceResult {
-	// Note: a copy, also where a settled service's status is prev's (its pointer).
-	if w.prev.Data != nil && res.status.Engine == w.prev.Engine && (res.status.Data == nil || res.status.Data == w.prev.Data) {
-		res.status.Data = w.prev.Data.DeepCopy()
-	}
-	req := dataRequested(w.sb, res.status.Engine, res.status.Data)
-	if req == nil || !res.status.Ready {
-		return res
-	}
-	op := dataOps[req.Action]
-	failed, took := "", time.Duration(0)
-	if ok, why := engine.Snapshots(w.svc.Engine); !ok && op.op != engine.OpReset {
-		failed = why
-	} else if c, err := r.Host.Inspect(ctx, res.status.ContainerID); err != nil {
-		return res.dockerFailed(ctx, err, "inspecting "+w.svc.Container.Name+" for spec.data")
-	} else if failed, took, err = r.Host.Data(ctx, w.svc, c, host.Address(c, w.svc.Network), op.op, req.Key()); err != nil {
-		return res.dockerFailed(ctx, err, fmt.Sprintf("%s %s for spec.data", req.Action, w.svc.Container.Name))
-	}
-	return recordData(w, res, req, failed, took)
+// Operation is the engine's operation of a request's action, and the event
+// that says it was done.
+func Operation(a sandboxv1.DataAction) (op engine.DataOp, event string) {
+	o := ops[a]
+	return o.op, o.event
 }
 
-// recordData writes what became of req on the service in its status, and
-// the event that says so.
-func recordData(w serviceWork, res serviceResult, req *sandboxv1.DataRequest, failed string, took time.Duration) serviceResult {
-	data := res.status.Data
-	if data == nil {
-		data = &sandboxv1.ServiceData{}
+// Record writes in d (nil: none yet), a service's record of its data, what
+// became of req: failed (the engine's words), or done.
+func Record(d *sandboxv1.ServiceData, req *sandboxv1.DataRequest, failed string, done *sandboxv1.DataOperation) *sandboxv1.ServiceData {
+	if d == nil {
+		d = &sandboxv1.ServiceData{}
 	}
-	data.Record(*req)
-	data.Error = failed
-	res.status.Data = data
-	name := w.svc.Engine.Name()
+	d.Record(*req)
+	d.Error = failed
 	if failed != "" {
-		res.warn(sandboxv1.ReasonDataFailed, fmt.Sprintf("%s: %s %s failed: %s; the service serves as before", name, req.Action, req.ID, failed))
-		return res
+		return d
 	}
-	done := &sandboxv1.DataOperation{ID: req.ID, Generation: w.sb.Generation, Time: metav1.Now(),
-		ContainerID: res.status.ContainerID, DurationMilliseconds: took.Milliseconds()}
 	switch req.Action {
 	case sandboxv1.DataReset:
-		data.LastReset = done
+		d.LastReset = done
 	case sandboxv1.DataCheckpoint:
-		data.LastCheckpoint = done
+		d.LastCheckpoint = done
 	case sandboxv1.DataRestore:
-		data.LastRestore = done
+		d.LastRestore = done
 	}
-	res.event(dataOps[req.Action].event, fmt.Sprintf("%s: %s %s done in %s on container %s", name, req.Action, req.ID, took.Round(time.Millisecond), w.svc.Container.Name))
-	return res
+	return d
 }
 
-// summarizeData reports spec.data's request in status.data and the
+// Summarize reports spec.data's request in status.data and the
 // DataRequest condition, from what each service it names has finished.
-func summarizeData(sb *sandboxv1.Sandbox) {
+func Summarize(sb *sandboxv1.Sandbox) {
 	req := sb.Spec.Data
 	if req == nil {
 		sb.Status.Data = nil
