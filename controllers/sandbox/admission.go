@@ -34,7 +34,7 @@ type verdict struct {
 }
 
 // held: sb made something, and what its spec asks beyond what it was admitted
-// to was refused: what runs stays as it is (holding).
+// to was refused: what runs stays as it is (heldAsTheyRun).
 func (v verdict) held(*sandboxv1.Sandbox, *Reconciler) bool {
 	return v.why != "" && !v.Waiting
 }

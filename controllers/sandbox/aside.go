@@ -18,7 +18,7 @@ import (
 // says c is out of the service's way now; an error is one the service waits on.
 func (r *Reconciler) retire(ctx context.Context, w serviceWork, c dd.ContainerSummary, res *serviceResult) (done bool, err error) {
 	now := time.Now()
-	if wait := r.memory.asideDue(w.sb, c.ID, now); wait > 0 && c.Name != w.svc.Container.Name {
+	if wait := r.recalls.asideDue(w.sb, c.ID, now); wait > 0 && c.Name != w.svc.Container.Name {
 		res.after(wait)
 		return false, nil
 	}
@@ -27,10 +27,10 @@ func (r *Reconciler) retire(ctx context.Context, w serviceWork, c dd.ContainerSu
 	case err != nil:
 		return false, err
 	case got.Stuck == nil:
-		r.memory.asideGone(w.sb, c.ID)
+		r.recalls.asideGone(w.sb, c.ID)
 		return true, nil
 	}
-	wait := r.memory.asideFailed(w.sb, c.ID, now)
+	wait := r.recalls.asideFailed(w.sb, c.ID, now)
 	res.after(wait)
 	if got.Aside == "" {
 		logf.FromContext(ctx).Info("Docker cannot remove a container of the service; retrying", "container", c.Name,
@@ -47,18 +47,18 @@ func (r *Reconciler) retire(ctx context.Context, w serviceWork, c dd.ContainerSu
 func (r *Reconciler) removeAside(ctx context.Context, w serviceWork, aside []dd.ContainerSummary, res *serviceResult) {
 	now := time.Now()
 	for _, c := range aside {
-		if wait := r.memory.asideDue(w.sb, c.ID, now); wait > 0 {
+		if wait := r.recalls.asideDue(w.sb, c.ID, now); wait > 0 {
 			res.after(wait)
 			continue
 		}
 		if err := r.Host.Remove(ctx, c.ID); err != nil {
-			wait := r.memory.asideFailed(w.sb, c.ID, now)
+			wait := r.recalls.asideFailed(w.sb, c.ID, now)
 			res.after(wait)
 			logf.FromContext(ctx).Info("A container set aside still cannot be removed; retrying", "container", c.Name,
 				"error", err.Error(), "retryIn", wait.Round(time.Second))
 			continue
 		}
-		r.memory.asideGone(w.sb, c.ID)
+		r.recalls.asideGone(w.sb, c.ID)
 		res.event(sandboxv1.EventAsideRemoved, fmt.Sprintf("%s: removed container %s, set aside when Docker could not remove it",
 			w.svc.Engine.Name(), c.Name))
 	}

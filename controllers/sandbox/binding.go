@@ -30,7 +30,7 @@ func (r *Reconciler) bindHost(ctx context.Context, p *pass) (ctrl.Result, bool, 
 	switch {
 	case err != nil:
 		hostUnproven(sb, err, retryLater(ctx))
-		return r.memory.pace(ctx, sb, ctrl.Result{}), false, r.writeStatus(ctx, before, sb)
+		return r.recalls.pace(ctx, sb, ctrl.Result{}), false, r.writeStatus(ctx, before, sb)
 	case bound == nil:
 		// Note: written with the pass's first status write, which comes before
 		// anything is made on the host (writeBinding).
@@ -44,7 +44,7 @@ func (r *Reconciler) bindHost(ctx context.Context, p *pass) (ctrl.Result, bool, 
 		return ctrl.Result{}, true, nil
 	case bound.ID != current.ID && !chaosplant.Active(chaosplant.IdentitySkipped):
 		wrongHost(sb, kit.WrongHostMessage(*bound, current, "nothing is created, removed or judged for it here; run a manager against that host"))
-		return r.memory.pace(ctx, sb, ctrl.Result{RequeueAfter: kit.Jitter(kit.HostRecheck)}), false, r.writeStatus(ctx, before, sb)
+		return r.recalls.pace(ctx, sb, ctrl.Result{RequeueAfter: kit.Jitter(kit.HostRecheck)}), false, r.writeStatus(ctx, before, sb)
 	}
 	return ctrl.Result{}, true, nil
 }

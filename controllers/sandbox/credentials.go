@@ -16,6 +16,7 @@ import (
 	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
 	"github.com/roboco-sandbox/sandbox-controller/internal/chaosplant"
 	"github.com/roboco-sandbox/sandbox-controller/internal/engine"
+	"github.com/roboco-sandbox/sandbox-controller/internal/host"
 	"github.com/roboco-sandbox/sandbox-controller/internal/kit"
 )
 
@@ -76,27 +77,9 @@ func (r *Reconciler) ensureSecret(ctx context.Context, sb *sandboxv1.Sandbox) (*
 	if chaosplant.FirstSight(chaosplant.PasswordOnRestart, string(sb.UID)) {
 		stored = nil
 	}
-	for _, svc := range sb.Spec.Services {
-		e, ok := engine.Lookup(string(svc.Engine))
-		if !ok {
-			continue
-		}
-		if m, ok := creds.reserved[e.Name()]; ok {
-			creds.passwords[e.Name()] = m.Password
-			continue
-		}
-		if pw, ok := kept[e.Name()]; ok {
-			creds.passwords[e.Name()] = pw
-			continue
-		}
-		creds.passwords[e.Name()] = string(stored[e.PasswordKey()])
-		creds.inSecret[e.Name()] = exists && creds.passwords[e.Name()] != ""
-		if creds.passwords[e.Name()] == "" {
-			if creds.passwords[e.Name()], err = engine.NewPassword(); err != nil {
-				r.unreserve(ctx, creds.reserved)
-				return nil, err
-			}
-		}
+	if err := creds.choose(sb, stored, kept, exists); err != nil {
+		r.unreserve(ctx, creds.reserved)
+		return nil, err
 	}
 	if !exists {
 		if err := r.newSecret(sb, key, creds); err != nil {
@@ -113,6 +96,34 @@ func (r *Reconciler) ensureSecret(ctx context.Context, sb *sandboxv1.Sandbox) (*
 		return creds, nil
 	}
 	return creds, r.publishSecret(ctx, sb, creds)
+}
+
+// choose sets each service's password: a reserved member's own, one kept from
+// a claim, the one stored in the Secret, else a new one.
+func (creds *credentials) choose(sb *sandboxv1.Sandbox, stored map[string][]byte, kept map[string]string, exists bool) error {
+	for _, svc := range sb.Spec.Services {
+		e, ok := engine.Lookup(string(svc.Engine))
+		if !ok {
+			continue
+		}
+		if m, ok := creds.reserved[e.Name()]; ok {
+			creds.passwords[e.Name()] = m.Password
+			continue
+		}
+		if pw, ok := kept[e.Name()]; ok {
+			creds.passwords[e.Name()] = pw
+			continue
+		}
+		creds.passwords[e.Name()] = string(stored[e.PasswordKey()])
+		creds.inSecret[e.Name()] = exists && creds.passwords[e.Name()] != ""
+		if creds.passwords[e.Name()] == "" {
+			var err error
+			if creds.passwords[e.Name()], err = engine.NewPassword(); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // createBeside creates a first Secret that holds reserved members' own
@@ -152,7 +163,7 @@ func (r *Reconciler) newSecret(sb *sandboxv1.Sandbox, key types.NamespacedName, 
 	if err := controllerutil.SetControllerReference(sb, creds.secret, r.Scheme); err != nil {
 		return err
 	}
-	r.memory.secretTried(sb)
+	r.recalls.secretTried(sb)
 	return nil
 }
 
@@ -162,7 +173,7 @@ func (r *Reconciler) newSecret(sb *sandboxv1.Sandbox, key types.NamespacedName, 
 // what a killed predecessor made) has none. A Secret of that name the manager
 // did not make fails the create, and the next pass reads it.
 func (r *Reconciler) neverMade(ctx context.Context, sb *sandboxv1.Sandbox, key types.NamespacedName) bool {
-	if sb.Status.SecretName != "" || r.memory.triedSecret(sb) {
+	if sb.Status.SecretName != "" || r.recalls.triedSecret(sb) {
 		return false
 	}
 	m := &metav1.PartialObjectMetadata{}
@@ -224,3 +235,31 @@ func hostsOf(sb *sandboxv1.Sandbox) map[string]string {
 // always fits a label value; releases before it wrote the Sandbox's name, which
 // does not when longer than 63 characters.
 const SecretLabel = "sandbox.roboco.io/sandbox"
+
+// credentials are a Sandbox's passwords by engine, and the Secret that holds them
+// as it stands on the API server.
+type credentials struct {
+	passwords map[string]string
+	secret    *corev1.Secret
+	// reserved are the pool members whose own passwords the Secret was made
+	// with this pass, by engine: their services claim them with a rename.
+	reserved map[string]host.Member
+	// pending, when set, ends with the create of the Secret, which runs
+	// beside the reserved members' renames; made waits for it.
+	pending chan error
+	err     error
+	// inSecret are the engines whose password was read from the Sandbox's
+	// own Secret (controlled by its UID), not made or derived this pass: a
+	// member answering to one was claimed by this Sandbox (see provenLost).
+	inSecret map[string]bool
+}
+
+// made waits for the Secret's create when it runs beside the pass, and says
+// whether the Secret was made (every later call says the same). Nothing is
+// reported Ready, and the Secret is not published to, before it returns nil.
+func (c *credentials) made() error {
+	if c.pending != nil {
+		c.err, c.pending = <-c.pending, nil
+	}
+	return c.err
+}

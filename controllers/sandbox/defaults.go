@@ -15,7 +15,7 @@ func (r *Reconciler) defaults(mgr ctrl.Manager) error {
 		r.own = newOwnActions()
 		r.Driver = r.own.wrap(r.Driver)
 	}
-	r.memory = newMemory()
+	r.recalls = newRecalls()
 	if r.Live == nil {
 		r.Live = kit.NewPasses()
 	}

@@ -6,7 +6,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
@@ -52,7 +51,7 @@ type passKey struct{}
 
 // startPass begins a pass over sb: its retry, should any step fail, comes after
 // the Sandbox's backoff.
-func (m *memory) startPass(ctx context.Context, sb *sandboxv1.Sandbox) (context.Context, *pass) {
+func (m *recalls) startPass(ctx context.Context, sb *sandboxv1.Sandbox) (context.Context, *pass) {
 	m.mu.Lock()
 	failures := m.of(sb).failures
 	m.mu.Unlock()
@@ -89,40 +88,6 @@ func (p *pass) end() {
 	}
 }
 
-// retryLater notes that the pass met a failure a retry may fix, and returns when
-// that retry comes (for messages).
-func retryLater(ctx context.Context) time.Duration {
-	p := passOf(ctx)
-	if p == nil {
-		return kit.RetryBackoff.Duration
-	}
-	p.failed.Store(true)
-	return p.retryIn
-}
-
-// pace ends a pass: after a failure the Sandbox comes back after its backoff (or
-// sooner, when a step asked for sooner), and the next failure waits longer; a pass
-// without one resets the backoff.
-//
-// Note: this is the one retry mechanism of the Sandbox reconciler. The workqueue's
-// own rate limiter only paces errors of the API server.
-func (m *memory) pace(ctx context.Context, sb *sandboxv1.Sandbox, result ctrl.Result) ctrl.Result {
-	p := passOf(ctx)
-	if p == nil {
-		return result
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	rec := m.of(sb)
-	if !p.failed.Load() {
-		rec.failures = 0
-		return result
-	}
-	rec.failures++
-	result.RequeueAfter = kit.Soonest(result.RequeueAfter, p.retryIn)
-	return result
-}
-
 // bindLater notes that the pass bound the Sandbox and has not written it yet.
 func bindLater(ctx context.Context) {
 	if p := passOf(ctx); p != nil {
@@ -135,32 +100,4 @@ func bindLater(ctx context.Context) {
 func bindingUnwritten(ctx context.Context) bool {
 	p := passOf(ctx)
 	return p != nil && p.unbound.Swap(false)
-}
-
-// credentials are a Sandbox's passwords by engine, and the Secret that holds them
-// as it stands on the API server.
-type credentials struct {
-	passwords map[string]string
-	secret    *corev1.Secret
-	// reserved are the pool members whose own passwords the Secret was made
-	// with this pass, by engine: their services claim them with a rename.
-	reserved map[string]host.Member
-	// pending, when set, ends with the create of the Secret, which runs
-	// beside the reserved members' renames; made waits for it.
-	pending chan error
-	err     error
-	// inSecret are the engines whose password was read from the Sandbox's
-	// own Secret (controlled by its UID), not made or derived this pass: a
-	// member answering to one was claimed by this Sandbox (see provenLost).
-	inSecret map[string]bool
-}
-
-// made waits for the Secret's create when it runs beside the pass, and says
-// whether the Secret was made (every later call says the same). Nothing is
-// reported Ready, and the Secret is not published to, before it returns nil.
-func (c *credentials) made() error {
-	if c.pending != nil {
-		c.err, c.pending = <-c.pending, nil
-	}
-	return c.err
 }

@@ -14,11 +14,11 @@ import (
 	"github.com/roboco-sandbox/sandbox-controller/internal/kit"
 )
 
-// memory is what the reconciler keeps of each Sandbox between passes, in memory
+// recalls is what the reconciler keeps of each Sandbox between passes, in memory
 // only: how many passes in a row failed (the backoff's step), how its probes
 // went, the removals Docker refused, and the Sandbox as its last write left it. A restarted manager starts afresh: the first retry comes at once, and a
 // probe's deadline counts from its first attempt after the restart.
-type memory struct {
+type recalls struct {
 	mu        sync.Mutex
 	sandboxes map[types.NamespacedName]*recall
 }
@@ -38,10 +38,10 @@ type recall struct {
 	written *sandboxv1.Sandbox
 }
 
-func newMemory() *memory { return &memory{sandboxes: map[types.NamespacedName]*recall{}} }
+func newRecalls() *recalls { return &recalls{sandboxes: map[types.NamespacedName]*recall{}} }
 
 // of returns sb's memory. Callers hold m.mu.
-func (m *memory) of(sb *sandboxv1.Sandbox) *recall {
+func (m *recalls) of(sb *sandboxv1.Sandbox) *recall {
 	key := types.NamespacedName{Namespace: sb.Namespace, Name: sb.Name}
 	rec, ok := m.sandboxes[key]
 	if !ok || rec.uid != sb.UID {
@@ -52,27 +52,27 @@ func (m *memory) of(sb *sandboxv1.Sandbox) *recall {
 }
 
 // forget drops the memory of a Sandbox that is gone.
-func (m *memory) forget(key types.NamespacedName) {
+func (m *recalls) forget(key types.NamespacedName) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	delete(m.sandboxes, key)
 }
 
 // reset drops the memory of every Sandbox: the host was given up.
-func (m *memory) reset() {
+func (m *recalls) reset() {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	clear(m.sandboxes)
 }
 
 // secretTried notes that a pass tries to make sb's Secret.
-func (m *memory) secretTried(sb *sandboxv1.Sandbox) {
+func (m *recalls) secretTried(sb *sandboxv1.Sandbox) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.of(sb).secretTried = true
 }
 
-func (m *memory) triedSecret(sb *sandboxv1.Sandbox) bool {
+func (m *recalls) triedSecret(sb *sandboxv1.Sandbox) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.of(sb).secretTried
@@ -108,7 +108,7 @@ type probeAttempts struct {
 
 // look records a look at containerID that found it not ready; a new container
 // starts afresh. Callers hold m.mu.
-func (m *memory) look(sb *sandboxv1.Sandbox, engineName, containerID string) *probeAttempts {
+func (m *recalls) look(sb *sandboxv1.Sandbox, engineName, containerID string) *probeAttempts {
 	rec := m.of(sb)
 	a := rec.probes[engineName]
 	if a == nil || a.containerID != containerID {
@@ -121,7 +121,7 @@ func (m *memory) look(sb *sandboxv1.Sandbox, engineName, containerID string) *pr
 
 // notRunning records a look at a container that does not run yet or has no
 // address, and returns when to look again.
-func (m *memory) notRunning(sb *sandboxv1.Sandbox, engineName, containerID string) time.Duration {
+func (m *recalls) notRunning(sb *sandboxv1.Sandbox, engineName, containerID string) time.Duration {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return host.Delay(probeBackoff, m.look(sb, engineName, containerID).looks-1)
@@ -130,7 +130,7 @@ func (m *memory) notRunning(sb *sandboxv1.Sandbox, engineName, containerID strin
 // probeFailed records a failed probe of containerID and reports whether the
 // service's attempts now span its deadline, since when it has been probed, and
 // when to probe again (before the deadline).
-func (m *memory) probeFailed(sb *sandboxv1.Sandbox, engineName, containerID string, deadline time.Duration) (timedOut bool, since time.Time, next time.Duration) {
+func (m *recalls) probeFailed(sb *sandboxv1.Sandbox, engineName, containerID string, deadline time.Duration) (timedOut bool, since time.Time, next time.Duration) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	a := m.look(sb, engineName, containerID)
@@ -153,7 +153,7 @@ type asideRetry struct {
 }
 
 // asideDue is how long until the next removal of container id is due (0: now).
-func (m *memory) asideDue(sb *sandboxv1.Sandbox, id string, now time.Time) time.Duration {
+func (m *recalls) asideDue(sb *sandboxv1.Sandbox, id string, now time.Time) time.Duration {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if a, ok := m.of(sb).aside[id]; ok && a.due.After(now) {
@@ -164,7 +164,7 @@ func (m *memory) asideDue(sb *sandboxv1.Sandbox, id string, now time.Time) time.
 
 // asideFailed records a failed removal of container id and returns when the next
 // is due: retryBackoff, counted per container.
-func (m *memory) asideFailed(sb *sandboxv1.Sandbox, id string, now time.Time) time.Duration {
+func (m *recalls) asideFailed(sb *sandboxv1.Sandbox, id string, now time.Time) time.Duration {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	rec := m.of(sb)
@@ -180,7 +180,7 @@ func (m *memory) asideFailed(sb *sandboxv1.Sandbox, id string, now time.Time) ti
 }
 
 // asideGone forgets a container that is removed.
-func (m *memory) asideGone(sb *sandboxv1.Sandbox, id string) {
+func (m *recalls) asideGone(sb *sandboxv1.Sandbox, id string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	delete(m.of(sb).aside, id)
@@ -194,7 +194,7 @@ func (m *memory) asideGone(sb *sandboxv1.Sandbox, id string) {
 // because the stale read already said Ready. Note: resourceVersions are
 // compared as the API server's etcd writes them (increasing integers); any
 // other form is never taken for older.
-func (m *memory) current(sb *sandboxv1.Sandbox) {
+func (m *recalls) current(sb *sandboxv1.Sandbox) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	w := m.of(sb).written
@@ -205,7 +205,7 @@ func (m *memory) current(sb *sandboxv1.Sandbox) {
 
 // wrote remembers sb as the API server returned it to a write (its
 // resourceVersion is no longer from, the one the write was made from).
-func (m *memory) wrote(from string, sb *sandboxv1.Sandbox) {
+func (m *recalls) wrote(from string, sb *sandboxv1.Sandbox) {
 	if sb.ResourceVersion == from {
 		return
 	}

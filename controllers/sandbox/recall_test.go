@@ -12,7 +12,7 @@ import (
 // Waits for a container to run and failed probes share one pace per container; the
 // deadline counts from the first failed probe only, and a new container starts afresh.
 func TestProbePaceIsPerContainer(t *testing.T) {
-	m := newMemory()
+	m := newRecalls()
 	sb := &sandboxv1.Sandbox{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "sb", UID: "u1"}}
 	if got := m.notRunning(sb, "postgres", "c1"); got != 50*time.Millisecond {
 		t.Errorf("first look: next in %s, want 50ms", got)

@@ -82,8 +82,8 @@ func (r *Reconciler) begin(ctx context.Context, req ctrl.Request) (context.Conte
 		return ctx, nil, nil
 	}
 	ctx = logf.IntoContext(ctx, logf.FromContext(ctx).WithValues("agentID", sb.Spec.AgentID))
-	r.memory.current(sb)
-	ctx, p := r.memory.startPass(ctx, sb)
+	r.recalls.current(sb)
+	ctx, p := r.recalls.startPass(ctx, sb)
 	return ctx, p, nil
 }
 
@@ -103,7 +103,7 @@ func (r *Reconciler) close(ctx context.Context, p *pass) (ctrl.Result, error) {
 		return ctrl.Result{}, err
 	}
 	result.RequeueAfter = kit.Soonest(result.RequeueAfter, p.life.TTLLeft)
-	return r.memory.pace(ctx, p.sb, result), nil
+	return r.recalls.pace(ctx, p.sb, result), nil
 }
 
 // judgeLifetime deletes a Sandbox past its ttl or its owner's deadline (its

@@ -52,8 +52,8 @@ type Reconciler struct {
 	requeue  chan event.TypedGenericEvent[*sandboxv1.Sandbox]
 	// own remembers this manager's Docker actions, whose events re-queue nothing.
 	own *ownActions
-	// memory keeps each Sandbox's backoff and probe attempts between passes.
-	memory *memory
+	// recalls keeps each Sandbox's backoff and probe attempts between passes.
+	recalls *recalls
 	// names are the names this replica's passes took on the host (nameHeld).
 	names nameBook
 	// secrets watches the foreign Secrets that stall Sandboxes.
@@ -81,7 +81,7 @@ type Reconciler struct {
 // meanwhile (its members claimed, its containers changed, its Sandboxes'
 // backoffs moot).
 func (r *Reconciler) ForgetHost() {
-	r.memory.reset()
+	r.recalls.reset()
 	r.names.reset()
 	r.claims.Reset()
 	r.Host.Warm().Reset()
@@ -98,7 +98,7 @@ func (r *Reconciler) now() time.Time {
 
 // forget drops what the reconciler keeps of a Sandbox that is gone.
 func (r *Reconciler) forget(key types.NamespacedName) {
-	r.memory.forget(key)
+	r.recalls.forget(key)
 	r.names.release(key)
 	r.secrets.stop(key)
 }

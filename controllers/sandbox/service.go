@@ -192,7 +192,7 @@ func (r *Reconciler) serviceRunning(ctx context.Context, w serviceWork, c dd.Con
 	res.status.ContainerID = c.ID
 	if c.State != dd.StateRunning {
 		return res.waiting(part{reason: sandboxv1.ReasonCreating, message: fmt.Sprintf("%s is %s", c.Name, c.State)},
-			w.svc.Engine.Name()+" is not running", r.memory.notRunning(w.sb, w.svc.Engine.Name(), c.ID))
+			w.svc.Engine.Name()+" is not running", r.recalls.notRunning(w.sb, w.svc.Engine.Name(), c.ID))
 	}
 	res.containers = okPart(sandboxv1.ReasonRunning)
 	if w.prev.ContainerID != c.ID {
@@ -201,7 +201,7 @@ func (r *Reconciler) serviceRunning(ctx context.Context, w serviceWork, c dd.Con
 	addr := host.Address(c, w.svc.Network)
 	if addr == "" {
 		res.probes = part{reason: sandboxv1.ReasonProbing, message: "waiting for " + c.Name + " to get an address"}
-		res.after(r.memory.notRunning(w.sb, w.svc.Engine.Name(), c.ID))
+		res.after(r.recalls.notRunning(w.sb, w.svc.Engine.Name(), c.ID))
 		return res
 	}
 	if w.svc.Network == "" {

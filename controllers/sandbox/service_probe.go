@@ -78,7 +78,7 @@ func (r *Reconciler) probeService(ctx context.Context, w serviceWork, c dd.Conta
 // Sandbox that waited in the queue has not been probed for that long.
 func (r *Reconciler) probeFailed(ctx context.Context, w serviceWork, c dd.Container, detail string, res serviceResult) serviceResult {
 	name, deadline := w.svc.Engine.Name(), w.svc.ProbeDeadline
-	timedOut, since, next := r.memory.probeFailed(w.sb, name, c.ID, deadline)
+	timedOut, since, next := r.recalls.probeFailed(w.sb, name, c.ID, deadline)
 	if !timedOut {
 		res.probes = part{reason: sandboxv1.ReasonProbing, message: fmt.Sprintf("%s has not answered yet (%s of %s): %s",
 			name, time.Since(since).Round(time.Second), deadline, detail)}

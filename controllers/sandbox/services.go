@@ -42,20 +42,9 @@ func (r *Reconciler) reconcileServices(ctx context.Context, sb *sandboxv1.Sandbo
 	unclaimed := creds.reserved
 	defer func() { r.unreserve(ctx, unclaimed) }()
 	defer func() { _ = creds.made() }() // no pass ends with its Secret's create in flight
-	specs := make([]host.Service, len(sb.Spec.Services))
-	for i, svc := range sb.Spec.Services {
-		var err error
-		if specs[i], err = r.Class.Sandbox(ctx, sb, svc, creds.passwords[string(svc.Engine)]); errors.As(err, new(errInit)) {
-			initUnusable(sb, err.Error())
-			return ctrl.Result{RequeueAfter: kit.Jitter(kit.StalledRecheck)}, nil
-		} else if err != nil {
-			// Note: the Warning once per stall, not on every recheck.
-			if c := meta.FindStatusCondition(sb.Status.Conditions, sandboxv1.ConditionStalled); c == nil || c.Message != err.Error() {
-				r.Recorder.Eventf(sb, nil, corev1.EventTypeWarning, sandboxv1.ReasonInvalidSpec, sandboxv1.ActionValidate, "%s", err.Error())
-			}
-			stallAll(sb, sandboxv1.ReasonInvalidSpec, err.Error())
-			return ctrl.Result{RequeueAfter: kit.Jitter(kit.StalledRecheck)}, nil
-		}
+	specs, stalled := r.resolveServices(ctx, sb, creds)
+	if stalled {
+		return ctrl.Result{RequeueAfter: kit.Jitter(kit.StalledRecheck)}, nil
 	}
 	ours, claims, err := r.ours(ctx, sb, specs, creds)
 	if err != nil {
@@ -70,10 +59,7 @@ func (r *Reconciler) reconcileServices(ctx context.Context, sb *sandboxv1.Sandbo
 			specs[i].Claims = map[string]string{c.ID: c.Credentials}
 		}
 	}
-	byEngine := map[string][]dd.ContainerSummary{}
-	for _, c := range ours {
-		byEngine[c.Labels[host.LabelEngine]] = append(byEngine[c.Labels[host.LabelEngine]], c)
-	}
+	byEngine := byEngineOf(ours)
 	if held != nil {
 		specs = heldAsTheyRun(specs, byEngine)
 	}
@@ -106,6 +92,36 @@ func (r *Reconciler) reconcileServices(ctx context.Context, sb *sandboxv1.Sandbo
 	return result, nil
 }
 
+// resolveServices resolves each service's container spec; stalled says one
+// cannot be resolved (sb's status says why, once a Warning).
+func (r *Reconciler) resolveServices(ctx context.Context, sb *sandboxv1.Sandbox, creds *credentials) (specs []host.Service, stalled bool) {
+	specs = make([]host.Service, len(sb.Spec.Services))
+	for i, svc := range sb.Spec.Services {
+		var err error
+		if specs[i], err = r.Class.Sandbox(ctx, sb, svc, creds.passwords[string(svc.Engine)]); errors.As(err, new(errInit)) {
+			initUnusable(sb, err.Error())
+			return nil, true
+		} else if err != nil {
+			// Note: the Warning once per stall, not on every recheck.
+			if c := meta.FindStatusCondition(sb.Status.Conditions, sandboxv1.ConditionStalled); c == nil || c.Message != err.Error() {
+				r.Recorder.Eventf(sb, nil, corev1.EventTypeWarning, sandboxv1.ReasonInvalidSpec, sandboxv1.ActionValidate, "%s", err.Error())
+			}
+			stallAll(sb, sandboxv1.ReasonInvalidSpec, err.Error())
+			return nil, true
+		}
+	}
+	return specs, false
+}
+
+// byEngineOf groups a Sandbox's containers by their engine.
+func byEngineOf(ours []dd.ContainerSummary) map[string][]dd.ContainerSummary {
+	byEngine := map[string][]dd.ContainerSummary{}
+	for _, c := range ours {
+		byEngine[c.Labels[host.LabelEngine]] = append(byEngine[c.Labels[host.LabelEngine]], c)
+	}
+	return byEngine
+}
+
 // heldAsTheyRun keeps, of specs, the services that have containers, each held as it
 // runs: a service the spec added waits with the refused growth.
 func heldAsTheyRun(specs []host.Service, byEngine map[string][]dd.ContainerSummary) []host.Service {
@@ -129,7 +145,7 @@ func (r *Reconciler) removeDropped(ctx context.Context, sb *sandboxv1.Sandbox, s
 			continue
 		}
 		for _, c := range cs {
-			if wait := r.memory.asideDue(sb, c.ID, now); wait > 0 {
+			if wait := r.recalls.asideDue(sb, c.ID, now); wait > 0 {
 				retry = kit.Soonest(retry, wait)
 				continue
 			}
@@ -138,13 +154,13 @@ func (r *Reconciler) removeDropped(ctx context.Context, sb *sandboxv1.Sandbox, s
 				return 0, fmt.Errorf("removing %s, no longer in spec: %w", c.Name, err)
 			}
 			if got.Stuck != nil {
-				wait := r.memory.asideFailed(sb, c.ID, now)
+				wait := r.recalls.asideFailed(sb, c.ID, now)
 				retry = kit.Soonest(retry, wait)
 				logf.FromContext(ctx).Info("Docker cannot remove a container no longer in spec; retrying", "container", c.Name,
 					"error", got.Stuck.Error(), "retryIn", wait.Round(time.Second))
 				continue
 			}
-			r.memory.asideGone(sb, c.ID)
+			r.recalls.asideGone(sb, c.ID)
 			r.Recorder.Eventf(sb, nil, corev1.EventTypeNormal, sandboxv1.EventServiceRemoved, sandboxv1.ActionTeardown,
 				"removed %s: %s is no longer in spec.services", c.Name, name)
 		}

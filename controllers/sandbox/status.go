@@ -52,6 +52,6 @@ func (r *Reconciler) writeStatus(ctx context.Context, before, sb *sandboxv1.Sand
 	if err := kit.PatchStatus(ctx, r.Client, before, sb); err != nil {
 		return err
 	}
-	r.memory.wrote(from, sb)
+	r.recalls.wrote(from, sb)
 	return nil
 }

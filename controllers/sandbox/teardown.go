@@ -53,7 +53,7 @@ func (r *Reconciler) teardownHere(ctx context.Context, p *pass) (ctrl.Result, bo
 	}
 	proceed, released, result := r.teardownHost(ctx, sb)
 	if err := r.writeStatus(ctx, p.before, sb); err != nil || !proceed && !released {
-		return r.memory.pace(ctx, sb, result), false, err
+		return r.recalls.pace(ctx, sb, result), false, err
 	}
 	p.released = released
 	return ctrl.Result{}, true, nil
@@ -68,7 +68,7 @@ func (r *Reconciler) removeContainers(ctx context.Context, p *pass) (ctrl.Result
 	removed, err := r.teardown(ctx, p.sb)
 	if err != nil {
 		err := r.teardownBlocked(ctx, p.sb, err) // before pace: it notes the failure
-		return r.memory.pace(ctx, p.sb, ctrl.Result{}), false, err
+		return r.recalls.pace(ctx, p.sb, ctrl.Result{}), false, err
 	}
 	r.Recorder.Eventf(p.sb, nil, corev1.EventTypeNormal, sandboxv1.EventTornDown, sandboxv1.ActionTeardown, "removed %d containers with their volumes", removed)
 	logf.FromContext(ctx).Info("Sandbox torn down", "containers", removed)
