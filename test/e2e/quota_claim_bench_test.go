@@ -165,6 +165,11 @@ func reportQuotaClaims(t *testing.T, n int, sides []*quotaSide) {
 		verdict = fmt.Sprintf("ADDS %.2f SandboxQuota writes per claim", extra)
 	}
 	t.Logf("  admission on every growth %s (%.2f after, %.2f before, up to %s after Ready)", verdict, quotaWrites(sides[1]), quotaWrites(sides[0]), afterReady)
+	parts = nil
+	for _, s := range sides {
+		parts = append(parts, fmt.Sprintf("%s %.2f", s.label, per(s.toReady.of("", "")-s.toReady.of("elsewhere", "")+s.after.of("", "")-s.after.of("elsewhere", ""))))
+	}
+	t.Logf("  all the manager's writes in the namespace per claim, up to %s after Ready: %s", afterReady, strings.Join(parts, "; "))
 }
 
 // writesTable logs the manager's writes per claim of each side, by resource
