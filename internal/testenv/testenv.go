@@ -56,7 +56,14 @@ type Env struct {
 
 // Start starts a control plane with the CRDs of config/crd/bases installed.
 func Start() (*Env, error) {
-	return start(filepath.Join(Root(), "config", "crd", "bases"))
+	return start(nil, filepath.Join(Root(), "config", "crd", "bases"))
+}
+
+// StartWith starts a control plane with the CRDs of crdDir installed (another
+// release's, say) and the API server's flags apiServerFlags set (an audit log,
+// say): a benchmark's own control plane beside the suite's.
+func StartWith(crdDir string, apiServerFlags map[string]string) (*Env, error) {
+	return start(apiServerFlags, crdDir)
 }
 
 // StartCluster is Start with kube-controller-manager beside the API server, for a
@@ -77,9 +84,9 @@ func StartCluster() (*Env, error) {
 
 // StartWithoutCRDs starts a control plane with no CRD installed, for a test
 // that installs them its own way (the Helm chart's).
-func StartWithoutCRDs() (*Env, error) { return start() }
+func StartWithoutCRDs() (*Env, error) { return start(nil) }
 
-func start(crdDirs ...string) (*Env, error) {
+func start(apiServerFlags map[string]string, crdDirs ...string) (*Env, error) {
 	dir, err := AssetsDir()
 	if err != nil {
 		return nil, err
@@ -88,6 +95,9 @@ func start(crdDirs ...string) (*Env, error) {
 		BinaryAssetsDirectory: dir,
 		CRDDirectoryPaths:     crdDirs,
 		ErrorIfCRDPathMissing: len(crdDirs) > 0,
+	}
+	for k, v := range apiServerFlags {
+		te.ControlPlane.GetAPIServer().Configure().Set(k, v)
 	}
 	cfg, err := te.Start()
 	if err != nil {

@@ -169,6 +169,7 @@ func loadAvg() string {
 // from each so far (every claim takes one member of each pool).
 type poolBench struct {
 	t        *testing.T
+	env      *testenv.Env
 	ns       string
 	dyn      dynamic.Interface
 	engines  []string
@@ -182,25 +183,32 @@ type poolBench struct {
 // its Sandboxes and pools are deleted when t ends, while the manager still runs.
 func newPoolBench(t *testing.T, name string, replicas int, engines ...string) *poolBench {
 	t.Helper()
-	cfg, err := clientcmd.BuildConfigFromFlags("", env.Kubeconfig())
+	return poolBenchIn(t, env, newNamespace(t, name), replicas, engines...)
+}
+
+// poolBenchIn is newPoolBench in the namespace ns, made already, of the
+// control plane e.
+func poolBenchIn(t *testing.T, e *testenv.Env, ns string, replicas int, engines ...string) *poolBench {
+	t.Helper()
+	cfg, err := clientcmd.BuildConfigFromFlags("", e.Kubeconfig())
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg.QPS, cfg.Burst = 200, 400 // a burst's creates are not paced by the client
-	b := &poolBench{t: t, ns: newNamespace(t, name), dyn: dynamic.NewForConfigOrDie(cfg), engines: engines, replicas: int64(replicas)}
-	for _, e := range engines {
+	b := &poolBench{t: t, env: e, ns: ns, dyn: dynamic.NewForConfigOrDie(cfg), engines: engines, replicas: int64(replicas)}
+	for _, engine := range engines {
 		pool := &unstructured.Unstructured{Object: map[string]any{
 			"apiVersion": "sandbox.roboco.io/v1alpha1", "kind": "SandboxPool",
-			"metadata": map[string]any{"name": e, "namespace": b.ns},
-			"spec":     map[string]any{"replicas": int64(replicas), "service": map[string]any{"engine": e}},
+			"metadata": map[string]any{"name": engine, "namespace": b.ns},
+			"spec":     map[string]any{"replicas": int64(replicas), "service": map[string]any{"engine": engine}},
 		}}
 		if _, err := b.dyn.Resource(sandboxPools).Namespace(b.ns).Create(context.Background(), pool, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	t.Cleanup(func() {
-		kubectl(t, "delete", "-n", b.ns, "sandboxes", "--all", "--timeout=600s")
-		kubectl(t, "delete", "-n", b.ns, "sandboxpools", "--all", "--timeout=300s")
+		e.MustKubectl(t, "delete", "-n", b.ns, "sandboxes", "--all", "--timeout=600s")
+		e.MustKubectl(t, "delete", "-n", b.ns, "sandboxpools", "--all", "--timeout=300s")
 	})
 	return b
 }
@@ -229,7 +237,7 @@ func (b *poolBench) waitFull(timeout time.Duration) {
 	for deadline := time.Now().Add(timeout); !b.full(); time.Sleep(50 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			b.t.Fatalf("timed out after %s waiting for pools %v full, %d claimed:\n%s", timeout, b.engines, b.claimed,
-				kubectl(b.t, "get", "sandboxpools", "-n", b.ns, "-o", "yaml"))
+				b.env.MustKubectl(b.t, "get", "sandboxpools", "-n", b.ns, "-o", "yaml"))
 		}
 	}
 }

@@ -257,6 +257,7 @@ func (c claimSteps) ours() string {
 // logLines logs a heading and its lines one by one (make bench keeps only the
 // lines that start with the test file's name).
 func logLines(t *testing.T, heading string, lines []string) {
+	t.Helper()
 	t.Log(heading)
 	for _, l := range lines {
 		t.Log(l)
