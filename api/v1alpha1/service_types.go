@@ -2,6 +2,7 @@ package v1alpha1
 
 import (
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // Note: the enums below must equal internal/engine's registry; a parity test reads the generated CRD.
@@ -66,6 +67,17 @@ type ServiceInit struct {
 	// secretRef is a Secret in the Sandbox's namespace, for scripts that hold secrets.
 	// +optional
 	SecretRef *LocalRef `json:"secretRef,omitempty"`
+	// timeout bounds the whole seed, all its scripts together (each is also
+	// bounded by the manager's --init-script-timeout): past it the seed is
+	// stopped and the service fails with InitFailed. A positive Go duration
+	// such as 90s or 20m, at most 24h; one above the manager's
+	// --init-max-timeout (30m by default) fails the service with InitFailed,
+	// naming it. Default: 10m, or --init-max-timeout when lower.
+	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]+([.][0-9]+)?(ns|us|ms|s|m|h))+$') && duration(self) > duration('0s') && duration(self) <= duration('24h')",message="init.timeout must be a positive duration of at most 24h, such as 90s or 20m"
+	Timeout *metav1.Duration `json:"timeout,omitempty"`
 }
 
 // LocalRef names an object in the referrer's namespace.

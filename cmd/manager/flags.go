@@ -134,6 +134,11 @@ func (f *flags) addDockerFlags(s *settings, env func(string) string) {
 		"The longest one init script of a service (spec.services[].init) may run; past it, it is killed and the service fails with InitFailed.")
 	fs.Int64Var(&s.options.InitMaxBytes, "init-max-bytes", s.options.InitMaxBytes,
 		"The most bytes of init scripts one service may run, together; more fails the service with InitFailed, naming the size.")
+	fs.IntVar(&s.options.InitMaxScripts, "init-max-scripts", s.options.InitMaxScripts,
+		"The most keys one ConfigMap or Secret of init scripts may hold; more fails its services with InitFailed, naming the count.")
+	fs.DurationVar(&s.options.InitMaxTimeout, "init-max-timeout", s.options.InitMaxTimeout,
+		"The longest total time a service's seed may ask for (spec.services[].init.timeout, whose default is 10m or this when lower); "+
+			"a longer one fails the service with InitFailed, naming this flag.")
 }
 
 // addImageFlags adds a pair of image flags per engine of the registry (one when

@@ -64,6 +64,7 @@ func TestFlagsReachOptions(t *testing.T) {
 		"--max-concurrent-reconciles=8", "--pull-timeout=1m", "--sweep=false", "--sweep-interval=5m",
 		"--engine-version=postgres:17=localhost:5001/pg:17,localhost:5001/pgk:17", "--engine-version=redis:8=localhost:5001/redis:8",
 		"--default-version=postgres=15", "--init-script-timeout=2m", "--init-max-bytes=4096",
+		"--init-max-scripts=8", "--init-max-timeout=5m",
 	}, noEnv, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -82,8 +83,8 @@ func TestFlagsReachOptions(t *testing.T) {
 		o.Versions["redis"]["8"].Default != "localhost:5001/redis:8" || o.DefaultVersions["postgres"] != "15" {
 		t.Errorf("versions = %v, default versions = %v", o.Versions, o.DefaultVersions)
 	}
-	if o.InitScriptTimeout != 2*time.Minute || o.InitMaxBytes != 4096 {
-		t.Errorf("init scripts: %s each, %d bytes", o.InitScriptTimeout, o.InitMaxBytes)
+	if o.InitScriptTimeout != 2*time.Minute || o.InitMaxBytes != 4096 || o.InitMaxScripts != 8 || o.InitMaxTimeout != 5*time.Minute {
+		t.Errorf("init scripts: %s each, %d bytes, %d keys, %s in all", o.InitScriptTimeout, o.InitMaxBytes, o.InitMaxScripts, o.InitMaxTimeout)
 	}
 	if s.sweep || o.SweepInterval != 5*time.Minute {
 		t.Errorf("sweep %t every %s", s.sweep, o.SweepInterval)
@@ -108,6 +109,8 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"--owner-template=agent"}, []string{"--owner-template", "{agentID}"}},
 		{[]string{"--grace-period=0s"}, []string{"--grace-period must be a positive duration"}},
 		{[]string{"--sweep-interval=-1s"}, []string{"--sweep-interval must be a positive duration"}},
+		{[]string{"--init-max-scripts=-1"}, []string{"--init-max-scripts must be at least 1"}},
+		{[]string{"--init-max-timeout=-5m"}, []string{"--init-max-timeout must be a positive duration"}},
 		{[]string{"--grace-period=soon"}, []string{"--grace-period"}},
 		{[]string{"--grace-period"}, []string{"--grace-period needs a value: want a duration such as 30s"}},
 		{[]string{"--pids-limit=many"}, []string{`--pids-limit "many": want a whole number`}},

@@ -1,6 +1,7 @@
 package sandbox_test
 
 import (
+	"fmt"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -72,6 +73,54 @@ var _ = Describe("Init scripts (spec.services[].init)", func() {
 				return err
 			}
 			delete(cur.Data, "notes.txt")
+			return k8sClient.Update(ctx, cur)
+		}).Should(Succeed())
+		Eventually(ct.Condition(sb, sandboxv1.ConditionReady), 20*time.Second).Should(Equal("True/Ready"))
+	})
+
+	It("refuses a ConfigMap one key past --init-max-scripts, naming the limit, and starts once it is within", func() {
+		most := ct.TestOptions().InitBounds().MaxScripts
+		data := map[string]string{}
+		for i := range most + 1 {
+			data[fmt.Sprintf("%03d-rows.sql", i)] = fmt.Sprintf("INSERT INTO t VALUES (%d);", i)
+		}
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "seed"}, Data: data}
+		Expect(k8sClient.Create(ctx, cm)).To(Succeed())
+		sb := ct.Seeded(ct.NewSandbox(ns, "seeded", "init-many", "postgres"), "seed")
+		Expect(k8sClient.Create(ctx, sb)).To(Succeed())
+		Eventually(ct.Condition(sb, sandboxv1.ConditionStalled)).Should(Equal("True/InitFailed"))
+		Expect(ct.ConditionOf(sb, sandboxv1.ConditionServicesReady).Message).To(ContainSubstring(
+			fmt.Sprintf("ConfigMap seed has %d keys; the most allowed is %d (--init-max-scripts)", most+1, most)))
+		Expect(ct.ContainersOf(sim, sb)).To(BeEmpty())
+
+		By("dropping one key")
+		Eventually(func() error {
+			cur := &corev1.ConfigMap{}
+			if err := k8sClient.Get(ctx, client.ObjectKeyFromObject(cm), cur); err != nil {
+				return err
+			}
+			delete(cur.Data, "000-rows.sql")
+			return k8sClient.Update(ctx, cur)
+		}).Should(Succeed())
+		Eventually(ct.Condition(sb, sandboxv1.ConditionReady), 20*time.Second).Should(Equal("True/Ready"))
+	})
+
+	It("refuses an init.timeout above --init-max-timeout, naming the limit, and starts once it is within", func() {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "seed"}, Data: map[string]string{"10-schema.sql": "CREATE TABLE t (id int);"}}
+		Expect(k8sClient.Create(ctx, cm)).To(Succeed())
+		most := ct.TestOptions().InitBounds().MaxTimeout
+		sb := ct.Seeded(ct.NewSandbox(ns, "seeded", "init-long", "postgres"), "seed")
+		sb.Spec.Services[0].Init.Timeout = &metav1.Duration{Duration: most + time.Minute}
+		Expect(k8sClient.Create(ctx, sb)).To(Succeed())
+		Eventually(ct.Condition(sb, sandboxv1.ConditionStalled)).Should(Equal("True/InitFailed"))
+		Expect(ct.ConditionOf(sb, sandboxv1.ConditionServicesReady).Message).To(ContainSubstring(
+			fmt.Sprintf("postgres asks for init.timeout %s; the most allowed is %s (--init-max-timeout)", most+time.Minute, most)))
+		Expect(ct.ContainersOf(sim, sb)).To(BeEmpty())
+
+		By("asking for the most allowed")
+		Eventually(func() error {
+			cur := ct.Get(sb)
+			cur.Spec.Services[0].Init.Timeout = &metav1.Duration{Duration: most}
 			return k8sClient.Update(ctx, cur)
 		}).Should(Succeed())
 		Eventually(ct.Condition(sb, sandboxv1.ConditionReady), 20*time.Second).Should(Equal("True/Ready"))

@@ -81,7 +81,7 @@ func (r *Resolver) Service(ctx context.Context, namespace, network string, svc s
 		spec.Labels[host.LabelVersion] = svc.Version
 	}
 	spec.MemoryBytes, spec.NanoCPUs = memory, cpu
-	initKeys, err := r.withInit(ctx, namespace, svc, e, &spec)
+	initKeys, initTime, err := r.withInit(ctx, namespace, svc, e, &spec)
 	if err != nil {
 		return host.Service{}, err
 	}
@@ -89,10 +89,9 @@ func (r *Resolver) Service(ctx context.Context, namespace, network string, svc s
 	if res := svc.Resources; res != nil {
 		chosen.Memory, chosen.CPU = res.Memory != nil, res.CPU != nil
 	}
-	perScript, _ := r.Options.InitLimits()
 	return host.Service{Engine: e, Features: features, Network: joined, Password: password,
 		ProbeDeadline: r.Options.ProbeDeadline(e), Container: spec, Chosen: chosen, Images: images,
-		Init: initKeys, InitPerScript: perScript, Version: cmp.Or(svc.Version, r.Options.DefaultVersion(e))}, nil
+		Init: initKeys, InitPerScript: r.Options.InitBounds().PerScript, InitTimeout: initTime, Version: cmp.Or(svc.Version, r.Options.DefaultVersion(e))}, nil
 }
 
 // limits are the service's memory (bytes) and CPU (nano-CPUs) after the operator's

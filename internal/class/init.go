@@ -8,6 +8,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -17,11 +18,12 @@ import (
 	dd "github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver"
 	"github.com/roboco-sandbox/sandbox-controller/internal/engine"
 	"github.com/roboco-sandbox/sandbox-controller/internal/host"
+	"github.com/roboco-sandbox/sandbox-controller/internal/options"
 )
 
 // InitError says a service's init scripts cannot be had (their ConfigMap or
-// Secret missing, a key no engine runs, too many bytes): the Sandbox waits,
-// InitFailed, until they change.
+// Secret missing, a key no engine runs, too many keys or bytes, a total time
+// above the operator's): the Sandbox waits, InitFailed, until they change.
 type InitError struct{ msg string }
 
 func (e InitError) Error() string { return e.msg }
@@ -30,23 +32,30 @@ func (e InitError) Error() string { return e.msg }
 const initFileMode = 0o444
 
 // withInit adds svc's init scripts to the container spec (files under
-// engine.InitDir, their hash as host.LabelInit) and says which to run. The
-// scripts are read from the API server, not a cache: only their metadata is
-// watched (admission.Waiters).
-func (r *Resolver) withInit(ctx context.Context, namespace string, svc sandboxv1.ServiceSpec, e engine.Engine, spec *dd.ContainerSpec) ([]string, error) {
+// engine.InitDir, their hash as host.LabelInit) and says which to run, and
+// the seed's total time. The scripts are read from the API server, not a
+// cache: only their metadata is watched (admission.Waiters).
+func (r *Resolver) withInit(ctx context.Context, namespace string, svc sandboxv1.ServiceSpec, e engine.Engine, spec *dd.ContainerSpec) ([]string, time.Duration, error) {
 	if svc.Init == nil {
-		return nil, nil
+		return nil, 0, nil
+	}
+	bounds := r.Options.InitBounds()
+	total, err := seedTime(e, svc.Init, bounds)
+	if err != nil {
+		return nil, 0, err
 	}
 	data, source, err := r.initData(ctx, namespace, svc.Init)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
+	}
+	if len(data) > bounds.MaxScripts {
+		return nil, 0, InitError{fmt.Sprintf("%s has %d keys; the most allowed is %d (--init-max-scripts)", source, len(data), bounds.MaxScripts)}
 	}
 	keys, other := engine.InitKeys(e, slices.Collect(maps.Keys(data)))
 	if other != "" {
-		return nil, InitError{fmt.Sprintf("%s: key %s is no init script: keys must end in %s (run by postgres, redis, mongo)",
+		return nil, 0, InitError{fmt.Sprintf("%s: key %s is no init script: keys must end in %s (run by postgres, redis, mongo)",
 			source, other, strings.Join(engine.InitSuffixes(), ", "))}
 	}
-	_, most := r.Options.InitLimits()
 	h := sha256.New()
 	size := int64(0)
 	for _, k := range keys {
@@ -55,13 +64,27 @@ func (r *Resolver) withInit(ctx context.Context, namespace string, svc sandboxv1
 		_, _ = fmt.Fprintf(h, "%s\x00%d\x00", k, len(data[k]))
 		h.Write(data[k])
 	}
-	if size > most {
-		return nil, InitError{fmt.Sprintf("%s: the %s scripts are %d bytes; the most allowed is %d (--init-max-bytes)", source, e.Name(), size, most)}
+	if size > bounds.MaxBytes {
+		return nil, 0, InitError{fmt.Sprintf("%s: the %s scripts are %d bytes; the most allowed is %d (--init-max-bytes)", source, e.Name(), size, bounds.MaxBytes)}
 	}
 	if len(keys) > 0 {
 		spec.Labels[host.LabelInit] = hex.EncodeToString(h.Sum(nil))[:16]
 	}
-	return keys, nil
+	return keys, total, nil
+}
+
+// seedTime is the seed's total time: init.timeout, or the default, within
+// the operator's --init-max-timeout.
+func seedTime(e engine.Engine, init *sandboxv1.ServiceInit, bounds options.InitBounds) (time.Duration, error) {
+	var asked *time.Duration
+	if init.Timeout != nil {
+		asked = &init.Timeout.Duration
+	}
+	total, ok := bounds.Timeout(asked)
+	if !ok {
+		return 0, InitError{fmt.Sprintf("%s asks for init.timeout %s; the most allowed is %s (--init-max-timeout)", e.Name(), total, bounds.MaxTimeout)}
+	}
+	return total, nil
 }
 
 // initData reads the ConfigMap's (or Secret's) data, and names it.

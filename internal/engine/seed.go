@@ -41,15 +41,25 @@ const initState = "/tmp/sandbox-init"
 // so the container is made again. 0 is done, 1 a script failed.
 const InitCutShort = 4
 
+// InitPastTotal names the seed's own bound in the message of a seed stopped
+// at it (the API field that sets it, and the operator's flag that caps it).
+const InitPastTotal = "init.timeout, at most the manager's --init-max-timeout"
+
 // initScript runs the files in order, once per container: a run already done
 // passes, one that failed fails again with its message without running
 // anything, one still running (its manager restarted meanwhile) is waited for.
-// Each script runs as RUN_ONE (the engine's) under timeout, within T seconds.
+// Each script runs as RUN_ONE (the engine's) under timeout, within T seconds,
+// and all within TOTAL seconds (0: no total). A run stopped at its total is
+// cut short, not failed, once TOTAL changes: its container is made again.
 const initScript = `set -u
 S=` + initState + `; n=0
 while :; do
 	[ -e "$S/done" ] && exit 0
-	[ -e "$S/failed" ] && { cat "$S/failed" >&2; exit 1; }
+	if [ -e "$S/failed" ]; then
+		was=$(cat "$S/total" 2>/dev/null || true)
+		[ -n "$was" ] && [ "$was" != "$TOTAL" ] && { echo "the seed stopped at its total time of ${was}s; it may now take ${TOTAL}s" >&2; exit 4; }
+		cat "$S/failed" >&2; exit 1
+	fi
 	mkdir "$S" 2>/dev/null && break
 	pid=$(cat "$S/pid" 2>/dev/null || true)
 	if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then sleep 0.2; continue; fi
@@ -58,18 +68,30 @@ while :; do
 done
 echo $$ > "$S/pid"
 ` + runScripts + `
-if ! msg=$(run_scripts "$@"); then
+msg=$(run_scripts "$@"); rc=$?
+if [ "$rc" -ne 0 ]; then
+	[ "$rc" -eq 2 ] && echo "$TOTAL" > "$S/total"
 	printf '%s\n' "$msg" > "$S/failed.tmp" && mv "$S/failed.tmp" "$S/failed"
 	cat "$S/failed" >&2; exit 1
 fi
 touch "$S/done"`
 
 // runScripts defines run_scripts FILE...: each init script (under InitDir) in
-// order, as RUN_ONE under timeout (T seconds); at the first that fails it
-// prints the key and its first error line and returns 1.
+// order, as RUN_ONE under timeout (T seconds, and what is left of TOTAL
+// seconds when set); at the first that fails it prints the key and its first
+// error line and returns 1, or 2 when the total time ran out.
 const runScripts = `run_scripts() {
+	total=${TOTAL:-0}; end=$(( $(date +%s) + total ))
+	over="stopped at the seed's total time of ${total}s (` + InitPastTotal + `)"
 	for f in "$@"; do
-		if ! out=$(timeout -s KILL "$T" sh -c "$RUN_ONE" run_one "` + InitDir + `$f" 2>&1); then
+		t=$T
+		if [ "$total" -gt 0 ]; then
+			left=$(( end - $(date +%s) ))
+			[ "$left" -gt 0 ] || { printf '%s: %s\n' "$f" "$over"; return 2; }
+			[ "$left" -lt "$t" ] && t=$left
+		fi
+		if ! out=$(timeout -s KILL "$t" sh -c "$RUN_ONE" run_one "` + InitDir + `$f" 2>&1); then
+			[ "$total" -gt 0 ] && [ "$(date +%s)" -ge "$end" ] && { printf '%s: %s\n' "$f" "$over"; return 2; }
 			line=$(printf '%s\n' "$out" | grep -m1 -iE 'error|exception|fatal' || true)
 			[ -n "$line" ] || line=$(printf '%s\n' "$out" | grep -v '^[[:space:]]*$' | tail -n1 || true)
 			[ -n "$line" ] || line="no output: killed at its deadline (${T}s per script) or exited non-zero"
@@ -80,18 +102,27 @@ const runScripts = `run_scripts() {
 }`
 
 // Seed is the step that runs the init scripts files (key names, under
-// InitDir, in the order given) against addr, each within perScript.
-func Seed(e Engine, password, addr string, files []string, perScript time.Duration) Step {
+// InitDir, in the order given) against addr, each within perScript and all
+// within total, the exec's own bound (0: (files+1) × perScript).
+func Seed(e Engine, password, addr string, files []string, perScript, total time.Duration) Step {
 	r := e.Init(password, addr)
 	env := maps.Clone(r.Env)
 	env["ADDR"], env["PORT"], env["RUN_ONE"] = addr, strconv.Itoa(e.Port()), r.RunOne
-	env["T"] = strconv.Itoa(max(1, int(perScript.Seconds())))
+	env["T"], env["TOTAL"] = seconds(perScript), "0"
+	bound := time.Duration(len(files)+1) * perScript
+	if total > 0 {
+		env["TOTAL"], bound = seconds(total), total
+	}
 	return Step{
-		Argv:    append([]string{"sh", "-c", initScript, "init"}, files...),
-		Env:     env,
-		Timeout: time.Duration(len(files)+1)*perScript + 10*time.Second,
+		Argv: append([]string{"sh", "-c", initScript, "init"}, files...),
+		Env:  env,
+		// Note: the slack covers the wait for an earlier run and the shell's own work.
+		Timeout: bound + 10*time.Second,
 	}
 }
+
+// seconds is d in whole seconds, at least 1, for timeout(1).
+func seconds(d time.Duration) string { return strconv.Itoa(max(1, int(d.Seconds()))) }
 
 // InitKeys are the keys of data e runs, in lexical order; other reports a key
 // no engine runs ("" when none).

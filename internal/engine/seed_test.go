@@ -28,7 +28,7 @@ func TestInitKeys(t *testing.T) {
 // TestSeedKeepsPasswordsOffArgv: the init step's command line holds no password.
 func TestSeedKeepsPasswordsOffArgv(t *testing.T) {
 	for _, e := range All() {
-		step := Seed(e, "s3cret-pw", "10.0.0.5", []string{"a" + e.Init("", "").Suffix}, 0)
+		step := Seed(e, "s3cret-pw", "10.0.0.5", []string{"a" + e.Init("", "").Suffix}, 0, 0)
 		for _, a := range step.Argv {
 			if strings.Contains(a, "s3cret-pw") {
 				t.Errorf("%s: the password is on the init step's command line", e.Name())

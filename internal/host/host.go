@@ -60,9 +60,10 @@ type Service struct {
 	// Version is the engine version's name (spec's, or the operator's default's).
 	Version string
 	// Init are the init scripts to run once it answers (keys, under
-	// engine.InitDir, in order), and how long each may take.
+	// engine.InitDir, in order), how long each may take, and all together.
 	Init          []string
 	InitPerScript time.Duration
+	InitTimeout   time.Duration
 	// Claims are the containers claimed from pools for this service: container ID
 	// → CredentialsHash of the password each was rotated to (the claim record).
 	Claims map[string]string

@@ -61,7 +61,7 @@ func (h *Host) Activate(ctx context.Context, svc Service, c dd.Container, addr s
 // earlier), else the failing key and its first error line; cutShort says an
 // earlier run on c ended unfinished, so c's data is in doubt.
 func (h *Host) Seed(ctx context.Context, svc Service, c dd.Container, addr string) (failed string, cutShort bool) {
-	step := engine.Seed(svc.Engine, svc.Password, addr, svc.Init, svc.InitPerScript)
+	step := engine.Seed(svc.Engine, svc.Password, addr, svc.Init, svc.InitPerScript, svc.InitTimeout)
 	out, err := h.exec(ctx, c, step)
 	switch {
 	case err != nil:

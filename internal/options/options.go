@@ -79,21 +79,14 @@ type Options struct {
 	Versions        map[string]map[string]engine.Images
 	DefaultVersions map[string]string
 	// InitScriptTimeout bounds each init script of a service (0: 60s);
-	// InitMaxBytes bounds the scripts one service runs, together (0: 1 MiB).
+	// InitMaxBytes bounds the scripts one service runs, together (0: 1 MiB);
+	// InitMaxScripts the keys of one init source (0: 64); InitMaxTimeout
+	// the whole seed's time a service may ask (init.timeout; 0: 30m). See
+	// InitBounds.
 	InitScriptTimeout time.Duration
 	InitMaxBytes      int64
-}
-
-// InitLimits are the init scripts' bounds, defaults filled in.
-func (o Options) InitLimits() (perScript time.Duration, maxBytes int64) {
-	perScript, maxBytes = o.InitScriptTimeout, o.InitMaxBytes
-	if perScript <= 0 {
-		perScript = 60 * time.Second
-	}
-	if maxBytes <= 0 {
-		maxBytes = 1 << 20
-	}
-	return perScript, maxBytes
+	InitMaxScripts    int
+	InitMaxTimeout    time.Duration
 }
 
 // DefaultOptions are the manager's defaults.
@@ -115,6 +108,8 @@ func DefaultOptions() Options {
 		// Note: a script past its deadline is killed and fails its service.
 		InitScriptTimeout: 60 * time.Second,
 		InitMaxBytes:      1 << 20,
+		InitMaxScripts:    64,
+		InitMaxTimeout:    30 * time.Minute,
 	}
 }
 
@@ -158,6 +153,7 @@ func (o Options) Validate() error {
 	}
 	o.validateNetworks(bad)
 	o.validateResources(bad)
+	o.validateInit(bad)
 	if o.UpdateStrategy != sandboxv1.UpdateOnDelete && o.UpdateStrategy != sandboxv1.UpdateRollingUpdate {
 		bad("--update-strategy %q: want %s or %s", o.UpdateStrategy, sandboxv1.UpdateOnDelete, sandboxv1.UpdateRollingUpdate)
 	}

@@ -30,6 +30,12 @@ func sandbox(ns, name string) *unstructured.Unstructured {
 	return u
 }
 
+// seededFor is spec.services: one postgres seeded from a ConfigMap within timeout.
+func seededFor(timeout string) []any {
+	return []any{map[string]any{"engine": "postgres",
+		"init": map[string]any{"configMapRef": map[string]any{"name": "seed"}, "timeout": timeout}}}
+}
+
 func set(u *unstructured.Unstructured, value any, path ...string) {
 	Expect(unstructured.SetNestedField(u.Object, value, path...)).To(Succeed())
 }
@@ -147,7 +153,22 @@ var _ = Describe("Sandbox validation in the CRD", func() {
 		Entry("Docker's default bridge by name", func(u *unstructured.Unstructured) {
 			set(u, "bridge", "spec", "network")
 		}, "network must not be host, none or bridge"),
+		Entry("zero init timeout", func(u *unstructured.Unstructured) {
+			set(u, seededFor("0s"), "spec", "services")
+		}, "init.timeout must be a positive duration of at most 24h"),
+		Entry("init timeout past the ceiling", func(u *unstructured.Unstructured) {
+			set(u, seededFor("24h1s"), "spec", "services")
+		}, "init.timeout must be a positive duration of at most 24h"),
+		Entry("malformed init timeout", func(u *unstructured.Unstructured) {
+			set(u, seededFor("a while"), "spec", "services")
+		}, "init.timeout must be a positive duration of at most 24h"),
 	)
+
+	It("accepts an init timeout of 24h", func() {
+		u := sandbox(ns, "seeded")
+		set(u, seededFor("24h"), "spec", "services")
+		Expect(k8sClient.Create(ctx, u)).To(Succeed())
+	})
 
 	It("refuses a change of agentID and names the rule", func() {
 		u := sandbox(ns, "immutable")

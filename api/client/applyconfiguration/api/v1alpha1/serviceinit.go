@@ -8,6 +8,10 @@ Licensed under the Apache License, Version 2.0.
 
 package v1alpha1
 
+import (
+	v1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
 // ServiceInitApplyConfiguration represents a declarative configuration of the ServiceInit type for use
 // with apply.
 //
@@ -17,6 +21,13 @@ type ServiceInitApplyConfiguration struct {
 	ConfigMapRef *LocalRefApplyConfiguration `json:"configMapRef,omitempty"`
 	// secretRef is a Secret in the Sandbox's namespace, for scripts that hold secrets.
 	SecretRef *LocalRefApplyConfiguration `json:"secretRef,omitempty"`
+	// timeout bounds the whole seed, all its scripts together (each is also
+	// bounded by the manager's --init-script-timeout): past it the seed is
+	// stopped and the service fails with InitFailed. A positive Go duration
+	// such as 90s or 20m, at most 24h; one above the manager's
+	// --init-max-timeout (30m by default) fails the service with InitFailed,
+	// naming it. Default: 10m, or --init-max-timeout when lower.
+	Timeout *v1.Duration `json:"timeout,omitempty"`
 }
 
 // ServiceInitApplyConfiguration constructs a declarative configuration of the ServiceInit type for use with
@@ -38,5 +49,13 @@ func (b *ServiceInitApplyConfiguration) WithConfigMapRef(value *LocalRefApplyCon
 // If called multiple times, the SecretRef field is set to the value of the last call.
 func (b *ServiceInitApplyConfiguration) WithSecretRef(value *LocalRefApplyConfiguration) *ServiceInitApplyConfiguration {
 	b.SecretRef = value
+	return b
+}
+
+// WithTimeout sets the Timeout field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Timeout field is set to the value of the last call.
+func (b *ServiceInitApplyConfiguration) WithTimeout(value v1.Duration) *ServiceInitApplyConfiguration {
+	b.Timeout = &value
 	return b
 }
