@@ -14,7 +14,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -330,18 +329,8 @@ func TestManifestsApply(t *testing.T) {
 	if out, err := env.Kubectl("apply", "--server-side", "-k", filepath.Join(root, "config", "default")); err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
-	// Note: the API server judges the SandboxPolicy admission policy only once
-	// its informer for the just-installed SandboxPolicy kind has synced; until
-	// then it refuses with "not yet synced" (slow on a loaded machine).
-	var out string
-	testenv.WaitFor(t, 2*time.Minute, 200*time.Millisecond, "the admission policy's SandboxPolicy kind synced", func() bool {
-		out, err = env.Kubectl("apply", "-n", "default", "-k", filepath.Join(root, "config", "samples"))
-		if err != nil && !strings.Contains(out+err.Error(), "not yet synced") {
-			t.Fatalf("samples: %v\n%s", err, out)
-		}
-		return err == nil
-	})
-	out, err = env.Kubectl("get", "sandboxes", "-n", "default", "-o", "name")
+	env.MustApply(t, "-n", "default", "-k", filepath.Join(root, "config", "samples"))
+	out, err := env.Kubectl("get", "sandboxes", "-n", "default", "-o", "name")
 	if err != nil {
 		t.Fatal(err)
 	}

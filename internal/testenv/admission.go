@@ -98,11 +98,11 @@ spec:
 
 func apply(t T, env *Env, ns, yaml string) {
 	t.Helper()
-	args := []string{"apply", "-f", manifest(t, yaml)}
+	args := []string{"-f", manifest(t, yaml)}
 	if ns != "" {
 		args = append(args, "-n", ns)
 	}
-	env.MustKubectl(t, args...)
+	env.MustApply(t, args...)
 }
 
 func manifest(t T, yaml string) string {

@@ -19,6 +19,7 @@ import (
 	"runtime"
 	"sort"
 	"strings"
+	"time"
 
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -151,5 +152,24 @@ func (e *Env) MustKubectl(t T, args ...string) string {
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
+	return strings.TrimSpace(out)
+}
+
+// MustApply is MustKubectl("apply", args...) that waits out the API server's
+// "not yet synced": an admission policy whose param kind (SandboxPolicy) was
+// just installed refuses every request it judges until its informer has
+// synced, a moment that grows with the machine's load. Any other refusal
+// fails the test at once.
+func (e *Env) MustApply(t T, args ...string) string {
+	t.Helper()
+	var out string
+	WaitFor(t, 2*time.Minute, 200*time.Millisecond, "the admission policy's param kind synced", func() bool {
+		var err error
+		out, err = e.Kubectl(append([]string{"apply"}, args...)...)
+		if err != nil && !strings.Contains(err.Error(), "not yet synced") {
+			t.Fatalf("%v\n%s", err, out)
+		}
+		return err == nil
+	})
 	return strings.TrimSpace(out)
 }

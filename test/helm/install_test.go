@@ -24,7 +24,7 @@ func TestChartInstalls(t *testing.T) {
 
 	helm(t, append([]string{"install", release, chart, "--create-namespace"}, kc...)...)
 	kubectl("wait", "--for=condition=Established", "crd/sandboxes.sandbox.roboco.io", "crd/sandboxpools.sandbox.roboco.io", "--timeout=60s")
-	kubectl("apply", "-n", "default", "-f", filepath.Join(testenv.Root(), "config", "samples", "sandbox_v1alpha1_postgres.yaml"))
+	env.MustApply(t, "-n", "default", "-f", filepath.Join(testenv.Root(), "config", "samples", "sandbox_v1alpha1_postgres.yaml"))
 	const sa = "system:serviceaccount:" + namespace + ":" + release + "-controller-manager"
 	for _, tc := range []struct {
 		args []string
