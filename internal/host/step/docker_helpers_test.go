@@ -113,13 +113,15 @@ func running(t *testing.T, d dd.Driver, c dd.Container, s string) int {
 	return n
 }
 
-// postmasterChildren are the pids of PID 1's children: a postmaster that
-// took a child's death for a crash has made them all anew.
+// postmasterChildren are the pids of the postmaster's lasting children
+// (checkpointer, background writer, walwriter; autovacuum's workers come and
+// go): one that took a child's death for a crash has made them anew.
 func postmasterChildren(t *testing.T, d dd.Driver, c dd.Container) []string {
 	t.Helper()
 	var out []string
 	for _, p := range processes(t, d, c) {
-		if f := strings.Fields(p); len(f) > 2 && f[1] == "1" && strings.HasPrefix(f[2], "postgres") {
+		f := strings.Fields(p)
+		if len(f) > 3 && f[1] == "1" && f[2] == "postgres:" && slices.Contains([]string{"checkpointer", "background", "walwriter"}, f[3]) {
 			out = append(out, f[0])
 		}
 	}

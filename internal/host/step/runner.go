@@ -23,8 +23,12 @@ func New(driver dd.Driver, inlineWait time.Duration) *Runner {
 	return &Runner{driver: driver, wait: max(0, inlineWait)}
 }
 
-// execSlack bounds a state exec beyond its inline wait: a few small reads.
+// execSlack bounds a state exec beyond its waits: a few small reads.
 const execSlack = 10 * time.Second
+
+// appear is how long Start's read waits for the runner it has just started
+// to claim the step's directory: the detached exec returns before it runs.
+const appear = 10 * time.Second
 
 // Start runs s detached in container (a name or, better, an ID: see
 // dd.Driver.Exec) unless a step of its key was started there before, and
@@ -40,37 +44,41 @@ func (r *Runner) Start(ctx context.Context, container string, s Step) (State, er
 	if _, err := r.driver.ExecDetached(ctx, container, dd.ExecSpec{Cmd: argv, Env: s.Env}); err != nil {
 		return State{}, fmt.Errorf("starting step %s: %w", s.ID, err)
 	}
-	return r.state(ctx, container, key, observeScript, r.wait)
+	st, err := r.state(ctx, container, key, observeScript, r.wait, appear)
+	if err == nil && st.Phase == Absent {
+		return st, fmt.Errorf("starting step %s: its runner made no state in %s", s.ID, appear)
+	}
+	return st, err
 }
 
 // Observe answers the state of the step key in container from one short exec.
 func (r *Runner) Observe(ctx context.Context, container string, key Key) (State, error) {
-	return r.state(ctx, container, key, observeScript, 0)
+	return r.state(ctx, container, key, observeScript, 0, 0)
 }
 
 // Cancel stops the step key in container, unless it has ended: it kills the
 // step's process group (never the runner, which records the end) and answers
 // its state after the inline wait (Cancelled, or Running while it dies).
 func (r *Runner) Cancel(ctx context.Context, container string, key Key) (State, error) {
-	return r.state(ctx, container, key, cancelScript, r.wait)
+	return r.state(ctx, container, key, cancelScript, r.wait, 0)
 }
 
 // Forget removes an ended step's state, so that its key may run again (a
 // retry); a step still running is left as it is. It answers the state after:
 // Absent, or Running.
 func (r *Runner) Forget(ctx context.Context, container string, key Key) (State, error) {
-	return r.state(ctx, container, key, forgetScript, 0)
+	return r.state(ctx, container, key, forgetScript, 0, 0)
 }
 
-// state runs script against key's directory and reads the state it prints.
-func (r *Runner) state(ctx context.Context, container string, key Key, script string, wait time.Duration) (State, error) {
+// state runs script against key's directory and reads the state it prints;
+// the script waits up to appear for the directory, then up to wait for the end.
+func (r *Runner) state(ctx context.Context, container string, key Key, script string, wait, appear time.Duration) (State, error) {
 	if err := key.valid(); err != nil {
 		return State{}, err
 	}
-	ticks := int(wait / (50 * time.Millisecond))
 	spec := dd.ExecSpec{
-		Cmd:         []string{"sh", "-c", script, "step", dir(key), strconv.Itoa(ticks)},
-		Timeout:     wait + execSlack,
+		Cmd:         []string{"sh", "-c", script, "step", dir(key), ticks(wait), ticks(appear)},
+		Timeout:     wait + appear + execSlack,
 		OutputLimit: 8 << 10,
 	}
 	out, err := r.driver.Exec(ctx, container, spec)
@@ -89,3 +97,5 @@ func (r *Runner) state(ctx context.Context, container string, key Key, script st
 }
 
 func dir(key Key) string { return Base + "/" + string(key) }
+
+func ticks(d time.Duration) string { return strconv.Itoa(int(d / (50 * time.Millisecond))) }

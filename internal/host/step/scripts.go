@@ -25,8 +25,9 @@ exec sh -c "$s" step "$@"`
 //     reused after a restart is not taken for it) still runs;
 //   - ended: it will change no more (a runner that never recorded itself
 //     counts as gone 30s after the directory was made);
-//   - observe N: waits up to N×50ms for its end, then prints its state as
-//     "key value" lines, the untrusted files hex-encoded and bounded.
+//   - observe A N: waits up to A×50ms for the directory to appear (a runner
+//     just started makes it), then up to N×50ms for its end, and prints its
+//     state as "key value" lines, the untrusted files hex-encoded and bounded.
 const prelude = `set -u
 D=$1
 alive() {
@@ -43,7 +44,9 @@ ended() {
 hex() { od -An -v -tx1 | tr -d ' \n'; }
 observe() {
 	i=0
-	while [ -d "$D" ] && [ ! -e "$D/exit" ] && [ "$i" -lt "$1" ]; do sleep 0.05; i=$((i + 1)); done
+	while [ ! -d "$D" ] && [ "$i" -lt "$1" ]; do sleep 0.05; i=$((i + 1)); done
+	i=0
+	while [ -d "$D" ] && [ ! -e "$D/exit" ] && [ "$i" -lt "$2" ]; do sleep 0.05; i=$((i + 1)); done
 	[ -d "$D" ] || { echo absent; return; }
 	if ! ended; then echo running
 	elif [ -e "$D/exit" ]; then echo "exit $(cat "$D/exit")"
@@ -88,8 +91,9 @@ echo "$rc $(date +%s)" > "$D/exit.tmp" && mv "$D/exit.tmp" "$D/exit"
 while kids; do sleep 0.1; done
 exit 87`
 
-// observeScript prints the state of step $1 after waiting up to $2×50ms.
-const observeScript = prelude + `observe "$2"`
+// observeScript prints the state of step $1 after waiting up to $3×50ms for
+// it to appear and $2×50ms for its end.
+const observeScript = prelude + `observe "$3" "$2"`
 
 // cancelScript kills step $1's process group unless it has ended, marks it
 // cancelled, and prints its state after waiting up to $2×50ms for its end.
@@ -97,9 +101,9 @@ const cancelScript = prelude + `if [ -d "$D" ] && [ ! -e "$D/exit" ]; then
 	: > "$D/cancelled"
 	if alive && read -r g < "$D/pgid" 2>/dev/null; then kill -s KILL -- "-$g" 2>/dev/null; fi
 fi
-observe "$2"`
+observe 0 "$2"`
 
 // forgetScript removes step $1's directory once it has ended, so that its
 // key may run again; a step still running is left, and its state printed.
 const forgetScript = prelude + `[ -d "$D" ] && ended && rm -rf "$D"
-observe 0`
+observe 0 0`
