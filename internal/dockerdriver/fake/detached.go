@@ -27,9 +27,9 @@ func (f *Driver) ExecDetached(ctx context.Context, nameOrID string, spec dd.Exec
 		return "", err
 	}
 	id := randomID()
-	switch {
-	case run.runFor == Forever:
-	case run.runFor == 0:
+	switch run.runFor {
+	case Forever:
+	case 0:
 		f.execDied(run, id)
 	default:
 		time.AfterFunc(run.runFor, func() { f.execDied(run, id) })

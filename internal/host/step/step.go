@@ -52,10 +52,10 @@ var idPattern = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,38}[a-z0-9])?$`)
 func (s Step) Key() Key {
 	h := sha256.New()
 	for _, a := range s.Argv {
-		fmt.Fprintf(h, "a%d:%s\x00", len(a), a)
+		_, _ = fmt.Fprintf(h, "a%d:%s\x00", len(a), a) // a hash never fails to write
 	}
 	for _, k := range slices.Sorted(maps.Keys(s.Env)) {
-		fmt.Fprintf(h, "e%d:%s=%s\x00", len(k), k, s.Env[k])
+		_, _ = fmt.Fprintf(h, "e%d:%s=%s\x00", len(k), k, s.Env[k])
 	}
 	return Key(s.ID + "-" + hex.EncodeToString(h.Sum(nil))[:16])
 }
