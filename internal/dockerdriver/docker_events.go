@@ -114,6 +114,9 @@ func eventFilters(filter EventFilter) client.Filters {
 	for _, t := range lifecycle {
 		f.Add("event", string(t))
 	}
+	if filter.ExecDie {
+		f.Add("event", string(EventExecDie))
+	}
 	for k, v := range filter.Labels {
 		f.Add("label", k+"="+v)
 	}
@@ -140,6 +143,10 @@ func fromMessage(m events.Message) Event {
 		e.ExitCode, _ = strconv.Atoi(code)
 	}
 	e.OldName = strings.TrimPrefix(attrs["oldName"], "/") // Docker's own form, "/name"
+	if e.Type == EventExecDie {
+		e.ExecID = attrs["execID"]
+		delete(attrs, "execID")
+	}
 	for _, k := range []string{"name", "image", "exitCode", "signal", "execDuration", "oldName"} {
 		delete(attrs, k)
 	}

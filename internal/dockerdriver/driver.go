@@ -58,6 +58,12 @@ type Driver interface {
 	// hurry later pays no exec start. See PreparedExec. The start itself is
 	// bounded by the driver's call deadline.
 	PrepareExec(ctx context.Context, nameOrID string, spec ExecSpec) (PreparedExec, error)
+	// ExecDetached starts spec.Cmd in a running container and returns its exec
+	// ID at once, waiting for nothing: its output is discarded, and its end is
+	// an EventExecDie (on streams that ask for them). It never makes the
+	// container busy for Exec: running on is what it is for. spec.Timeout and
+	// OutputLimit are unused; the start is bounded by the driver's call deadline.
+	ExecDetached(ctx context.Context, nameOrID string, spec ExecSpec) (execID string, err error)
 	// LogsTail returns the last lines of the container's stdout and stderr.
 	LogsTail(ctx context.Context, nameOrID string, lines int) (string, error)
 	// Remove stops the container (SIGTERM, then SIGKILL after stopTimeout)
@@ -181,6 +187,10 @@ type EventFilter struct {
 	Labels map[string]string
 	// Names restricts events to containers of these names (or IDs).
 	Names []string
+	// ExecDie adds EventExecDie to the container lifecycle events. Off by
+	// default: every exec (a probe too) ends with one, so a consumer that acts
+	// on them must tell the execs it waits for from its own.
+	ExecDie bool
 }
 
 // EventType is the kind of a container lifecycle event.
@@ -198,6 +208,10 @@ const (
 	EventUnpause EventType = "unpause"
 	// EventRename: the container was renamed; the event's Name is the new one.
 	EventRename EventType = "rename"
+	// EventExecDie: an exec in the container ended (Docker's "exec_die"); the
+	// event carries the exec's ID and exit code. Only on streams whose filter
+	// sets ExecDie.
+	EventExecDie EventType = "exec_die"
 	// EventLost says the stream broke (or could not connect at all): from
 	// now until the EventResync that follows, events may be missed, so a
 	// consumer must not act on the absence of events. Sent once per outage.
@@ -214,8 +228,10 @@ type Event struct {
 	ID     string
 	Name   string
 	Labels map[string]string
-	// ExitCode is set on die events.
+	// ExitCode is set on die and exec_die events.
 	ExitCode int
+	// ExecID is set on exec_die events: the exec that ended.
+	ExecID string
 	// OldName is set on rename events: the name the container gave up.
 	OldName string
 	Time    time.Time

@@ -135,6 +135,9 @@ func (s *Switch) Exec(ctx context.Context, nameOrID string, spec ExecSpec) (Exec
 func (s *Switch) PrepareExec(ctx context.Context, nameOrID string, spec ExecSpec) (PreparedExec, error) {
 	return s.get().PrepareExec(ctx, nameOrID, spec)
 }
+func (s *Switch) ExecDetached(ctx context.Context, nameOrID string, spec ExecSpec) (string, error) {
+	return s.get().ExecDetached(ctx, nameOrID, spec)
+}
 func (s *Switch) LogsTail(ctx context.Context, nameOrID string, lines int) (string, error) {
 	return s.get().LogsTail(ctx, nameOrID, lines)
 }

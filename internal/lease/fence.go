@@ -69,6 +69,13 @@ func (f Fenced) PrepareExec(ctx context.Context, nameOrID string, spec dd.ExecSp
 	return fencedExec{PreparedExec: p, f: f, ref: nameOrID}, nil
 }
 
+func (f Fenced) ExecDetached(ctx context.Context, nameOrID string, spec dd.ExecSpec) (string, error) {
+	if err := f.check("exec", nameOrID); err != nil {
+		return "", err
+	}
+	return f.Driver.ExecDetached(ctx, nameOrID, spec)
+}
+
 func (f Fenced) Remove(ctx context.Context, nameOrID string, stopTimeout time.Duration) error {
 	if err := f.check("remove", nameOrID); err != nil {
 		return err

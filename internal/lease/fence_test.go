@@ -44,6 +44,7 @@ func TestFenceRefusesOnceTheLeaseMayBeAnothers(t *testing.T) {
 		"remove": func() error { return f.Remove(ctx, "held", time.Second) },
 		"rename": func() error { return f.Rename(ctx, "held", "moved") },
 		"exec":   func() error { _, err := f.Exec(ctx, "held", dd.ExecSpec{Cmd: []string{"true"}}); return err },
+		"detach": func() error { _, err := f.ExecDetached(ctx, "held", dd.ExecSpec{Cmd: []string{"true"}}); return err },
 	} {
 		if err := call(); !errors.Is(err, errNotHolder) || !errors.Is(err, dd.ErrUnavailable) {
 			t.Errorf("%s after the Lease lapsed: %v, want errNotHolder (an unavailable kind)", name, err)

@@ -4,6 +4,7 @@ import (
 	"maps"
 	"net/http"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/moby/moby/api/types/container"
@@ -114,14 +115,19 @@ func (s *Server) behaviour(c *ctr, cmd, env []string) (ExecResult, time.Duration
 	return ExecResult{}, 0
 }
 
-// finish records p's end and what it wrote into its container.
+// finish records p's end and what it wrote into its container, and emits
+// its exec_die as Docker does (while its container is still known).
 func (s *Server) finish(p *execProc, code int, files map[string][]byte) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	p.running, p.exit = false, &code
-	if len(files) > 0 && s.containers[p.c.id] == p.c {
+	if s.containers[p.c.id] != p.c {
+		return
+	}
+	if len(files) > 0 {
 		p.c.write(maps.Clone(files))
 	}
+	s.emit(p.c, "exec_die", map[string]string{"execID": p.id, "exitCode": strconv.Itoa(code)})
 }
 
 // ExecsRunning counts the execs of exactly cmd still running in the container.

@@ -41,6 +41,7 @@ func RunContract(t *testing.T, newDriver NewDriver) {
 		{"ExecTimeout", c.execTimeout},
 		{"ExecBusyWhileATimedOutExecRuns", c.execBusy},
 		{"PreparedExec", c.preparedExec},
+		{"ExecDetachedEndsWithExecDie", c.execDetached},
 		{"List", c.list},
 		{"LogsTail", c.logsTail},
 		{"Remove", c.remove},

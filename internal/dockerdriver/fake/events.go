@@ -74,6 +74,9 @@ func (f *Driver) deliver(e dd.Event) {
 		return
 	}
 	for s := range f.subs {
+		if e.Type == dd.EventExecDie && !s.filter.ExecDie {
+			continue
+		}
 		if hasLabels(e.Labels, s.filter.Labels) &&
 			(len(s.filter.Names) == 0 || slices.Contains(s.filter.Names, e.Name) || slices.Contains(s.filter.Names, e.ID)) {
 			s.push(e)

@@ -92,7 +92,7 @@ func (f *Driver) execute(ctx context.Context, nameOrID, ref string, spec dd.Exec
 	if nameOrID == "" || len(spec.Cmd) == 0 {
 		return dd.ExecResult{}, dd.NewError("exec", ref, dd.ErrInvalid, errors.New("need a container and a command"))
 	}
-	run, err := f.startExec(nameOrID, ref, spec)
+	run, err := f.startExec(nameOrID, ref, spec, true)
 	if err != nil {
 		return dd.ExecResult{}, err
 	}
@@ -100,6 +100,7 @@ func (f *Driver) execute(ctx context.Context, nameOrID, ref string, spec dd.Exec
 	if err != nil {
 		return dd.ExecResult{}, err
 	}
+	f.execDied(run, randomID())
 	limit := cmp.Or(spec.OutputLimit, dd.DefaultOutputLimit)
 	var cut1, cut2 bool
 	res.Stdout, cut1 = keepTail(res.Stdout, limit)
@@ -108,8 +109,9 @@ func (f *Driver) execute(ctx context.Context, nameOrID, ref string, spec dd.Exec
 	return res, nil
 }
 
-// startExec finds the container and what the exec will do in it.
-func (f *Driver) startExec(nameOrID, ref string, spec dd.ExecSpec) (*execRun, error) {
+// startExec finds the container and what the exec will do in it; guard
+// refuses it as busy while an abandoned exec lingers there (Exec's guard).
+func (f *Driver) startExec(nameOrID, ref string, spec dd.ExecSpec, guard bool) (*execRun, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	c := f.resolve(nameOrID)
@@ -120,7 +122,7 @@ func (f *Driver) startExec(nameOrID, ref string, spec dd.ExecSpec) (*execRun, er
 		return nil, dd.NewError("exec", ref, dd.ErrConflict,
 			fmt.Errorf("Error response from daemon: Container %s is not running", c.c.ID))
 	}
-	if l := f.lingeringIn(c); l != nil {
+	if l := f.lingeringIn(c); guard && l != nil {
 		return nil, dd.BusyError(ref, nameOrID, l.cmd[0], l.why)
 	}
 	run := &execRun{c: c, cmd: slices.Clone(spec.Cmd)}

@@ -43,6 +43,7 @@ const (
 	VerbList            Verb = "List"
 	VerbExec            Verb = "Exec"
 	VerbPrepareExec     Verb = "PrepareExec"
+	VerbExecDetached    Verb = "ExecDetached"
 	VerbLogsTail        Verb = "LogsTail"
 	VerbRemove          Verb = "Remove"
 	VerbRename          Verb = "Rename"
@@ -55,7 +56,7 @@ const (
 var ops = map[Verb]string{
 	VerbPing: "ping", VerbImagePresent: "image inspect", VerbPullImage: "pull",
 	VerbCreateContainer: "create", VerbInspect: "inspect", VerbList: "list",
-	VerbExec: "exec", VerbPrepareExec: "exec", VerbLogsTail: "logs", VerbRemove: "remove", VerbRename: "rename", VerbEvents: "events",
+	VerbExec: "exec", VerbPrepareExec: "exec", VerbExecDetached: "exec", VerbLogsTail: "logs", VerbRemove: "remove", VerbRename: "rename", VerbEvents: "events",
 	VerbHostIdentity: "host identity", VerbPlantIdentity: "plant host identity",
 }
 

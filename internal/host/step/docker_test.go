@@ -1,0 +1,153 @@
+package step_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	dd "github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver"
+	"github.com/roboco-sandbox/sandbox-controller/internal/host/step"
+	"github.com/roboco-sandbox/sandbox-controller/internal/testenv"
+)
+
+// observeUntil observes key until its phase is want, and returns that state.
+func observeUntil(t *testing.T, r *step.Runner, c dd.Container, key step.Key, want step.Phase) step.State {
+	t.Helper()
+	var st step.State
+	testenv.WaitFor(t, within, 100*time.Millisecond, "step "+string(key)+" "+string(want), func() bool {
+		var err error
+		st, err = r.Observe(context.Background(), c.ID, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st.Phase == want
+	})
+	return st
+}
+
+// A step runs beside its caller: Running with its progress while it waits,
+// Done once it ends; one longer than the inline wait is Running from Start;
+// one that ends within it is Done from Start; a failure carries its last
+// line, cleaned and bounded; an unknown key is Absent.
+func TestStepRunsDetached(t *testing.T) {
+	d, c := postgresContainer(t)
+	ctx := context.Background()
+	r := step.New(d, 300*time.Millisecond)
+	gate := "/tmp/gate-" + randomHex(4)
+	s := step.Step{ID: "gated", Argv: []string{"sh", "-c", `echo "1 of 2: a.sql" >> "$STEP_PROGRESS"
+while [ ! -e "$GATE" ]; do sleep 0.05; done
+echo "2 of 2: b.sql" >> "$STEP_PROGRESS"`}, Env: map[string]string{"GATE": gate}}
+	st, err := r.Start(ctx, c.ID, s)
+	if err != nil || st.Phase != step.Running {
+		t.Fatalf("Start of a step that waits for its gate = %+v, %v; want Running at once", st, err)
+	}
+	st = observeUntil(t, r, c, s.Key(), step.Running)
+	testenv.WaitFor(t, within, 100*time.Millisecond, "its progress", func() bool {
+		st, err = r.Observe(ctx, c.ID, s.Key())
+		return err == nil && st.Progress == "1 of 2: a.sql"
+	})
+	sh(t, d, c, "touch "+gate)
+	if st = observeUntil(t, r, c, s.Key(), step.Done); st.Progress != "2 of 2: b.sql" || st.ExitCode != 0 {
+		t.Errorf("done: %+v; want its last progress line and exit code 0", st)
+	}
+
+	fast := step.New(d, 20*time.Second)
+	if st, err := fast.Start(ctx, c.ID, step.Step{ID: "fast", Argv: []string{"true"}}); err != nil || st.Phase != step.Done {
+		t.Errorf("Start of a step that ends within the inline wait = %+v, %v; want Done", st, err)
+	}
+	bad := step.Step{ID: "bad", Argv: []string{"sh", "-c", `printf '%0300d\033]0;title\a\n' 7 >> "$STEP_PROGRESS"
+printf 'fine\nERROR:  relation "x" \033[31mdoes not exist\033[0m\n\n'; exit 3`}}
+	st, err = fast.Start(ctx, c.ID, bad)
+	if err != nil || st.Phase != step.Failed || st.ExitCode != 3 || st.Message != `ERROR: relation "x" [31mdoes not exist[0m` {
+		t.Errorf("a failing step = %+v, %v; want Failed, exit code 3, its last line without its escapes", st, err)
+	}
+	if n := len([]rune(st.Progress)); n > 201 || strings.ContainsAny(st.Progress, "\033\a") {
+		t.Errorf("progress of %d runes %q: want it bounded and without control characters", n, st.Progress)
+	}
+	if st, err := r.Observe(ctx, c.ID, step.Step{ID: "never", Argv: []string{"true"}}.Key()); err != nil || st.Phase != step.Absent {
+		t.Errorf("Observe of a step never started = %+v, %v; want Absent", st, err)
+	}
+}
+
+// A step is run once per key, whoever asks and however often (a second Start
+// while it runs, one after it is done, a new runner as after a manager
+// restart); Forget lets it run again. Its end is an exec_die with RunnerExit.
+func TestStepRunsOncePerKey(t *testing.T) {
+	d, c := postgresContainer(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*within)
+	defer cancel()
+	events := d.Events(ctx, dd.EventFilter{Names: []string{c.ID}, ExecDie: true})
+	file := "/tmp/once-" + randomHex(4)
+	s := step.Step{ID: "once", Argv: []string{"sh", "-c", `echo ran >> "$F"; sleep 0.5`}, Env: map[string]string{"F": file}}
+	r := step.New(d, 0)
+	for range 2 {
+		if _, err := r.Start(ctx, c.ID, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	observeUntil(t, r, c, s.Key(), step.Done)
+	if st, err := step.New(d, time.Second).Start(ctx, c.ID, s); err != nil || st.Phase != step.Done {
+		t.Errorf("Start by a new runner of a step done = %+v, %v; want Done", st, err)
+	}
+	if got := sh(t, d, c, "cat "+file); got != "ran\n" {
+		t.Errorf("the step wrote %q; want one line: it ran once", got)
+	}
+	waitRunnerExit(t, events)
+
+	if st, err := r.Forget(ctx, c.ID, s.Key()); err != nil || st.Phase != step.Absent {
+		t.Fatalf("Forget of a step done = %+v, %v; want Absent", st, err)
+	}
+	r.Start(ctx, c.ID, s) //nolint:errcheck // observed below
+	observeUntil(t, r, c, s.Key(), step.Done)
+	if got := sh(t, d, c, "cat "+file); got != "ran\nran\n" {
+		t.Errorf("after Forget the step wrote %q; want a second line", got)
+	}
+}
+
+// waitRunnerExit waits for an exec_die of a step's runner.
+func waitRunnerExit(t *testing.T, events <-chan dd.Event) {
+	t.Helper()
+	timeout := time.After(within)
+	for {
+		select {
+		case e := <-events:
+			if e.Type == dd.EventExecDie && e.ExitCode == step.RunnerExit && e.ExecID != "" {
+				return
+			}
+		case <-timeout:
+			t.Fatalf("no exec_die with exit code %d within %s", step.RunnerExit, within)
+		}
+	}
+}
+
+// Cancel kills the step's whole process group, grandchildren included, and
+// the step is Cancelled; postgres, whose postmaster reaps what is orphaned
+// to PID 1, goes on as it was (no child taken for a crashed backend).
+func TestStepCancelKillsItsGroupAndSparesPostgres(t *testing.T) {
+	d, c := postgresContainer(t)
+	ctx := context.Background()
+	r := step.New(d, 300*time.Millisecond)
+	const mark = "sleep 1017" // the container is the test's own: this finds the step's processes
+	s := step.Step{ID: "stuck", Argv: []string{"sh", "-c", `sh -c "sh -c '` + mark + `' & ` + mark + ` & wait" &
+echo started >> "$STEP_PROGRESS"; wait`}}
+	if _, err := r.Start(ctx, c.ID, s); err != nil {
+		t.Fatal(err)
+	}
+	testenv.WaitFor(t, within, 100*time.Millisecond, "the step's processes", func() bool { return running(t, d, c, mark) >= 4 })
+	before := postmasterChildren(t, d, c)
+
+	st, err := r.Cancel(ctx, c.ID, s.Key())
+	if err != nil || st.Phase != step.Cancelled && st.Phase != step.Running {
+		t.Fatalf("Cancel = %+v, %v; want Cancelled (or Running while it dies)", st, err)
+	}
+	observeUntil(t, r, c, s.Key(), step.Cancelled)
+	testenv.WaitFor(t, within, 100*time.Millisecond, "no process of the step left", func() bool { return running(t, d, c, mark) == 0 })
+	if after := postmasterChildren(t, d, c); strings.Join(after, " ") != strings.Join(before, " ") {
+		logs, _ := d.LogsTail(ctx, c.ID, 10)
+		t.Errorf("postgres' children were %v before the cancel and %v after: it restarted them; its log:\n%s", before, after, logs)
+	}
+	if st, err := r.Start(ctx, c.ID, s); err != nil || st.Phase != step.Cancelled {
+		t.Errorf("Start of a step cancelled = %+v, %v; want it left Cancelled, not run again", st, err)
+	}
+}

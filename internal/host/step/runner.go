@@ -1,0 +1,101 @@
+package step
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	dd "github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver"
+)
+
+// Runner starts, observes and cancels steps in the containers of one Docker
+// host. It keeps nothing itself: every answer comes from the container.
+type Runner struct {
+	driver dd.Driver
+	wait   time.Duration
+}
+
+// New is the runner for driver's host. inlineWait is how long Start and
+// Cancel wait for the step's end before they answer (a few hundred ms: a
+// fast step is Done at once, a slow one Running), 0 for not at all.
+func New(driver dd.Driver, inlineWait time.Duration) *Runner {
+	return &Runner{driver: driver, wait: max(0, inlineWait)}
+}
+
+// execSlack bounds a state exec beyond its waits: a few small reads.
+const execSlack = 10 * time.Second
+
+// appear is how long Start's read waits for the runner it has just started
+// to claim the step's directory: the detached exec returns before it runs.
+const appear = 10 * time.Second
+
+// Start runs s detached in container (a name or, better, an ID: see
+// dd.Driver.Exec) unless a step of its key was started there before, and
+// answers its state after the inline wait. A step of that key running or
+// ended is never started again, whoever started it: Start is safe to call on
+// every pass, and after a manager restart.
+func (r *Runner) Start(ctx context.Context, container string, s Step) (State, error) {
+	if err := s.valid(); err != nil {
+		return State{}, err
+	}
+	key := s.Key()
+	argv := append([]string{"sh", "-c", reaper, "step", runner, dir(key)}, s.Argv...)
+	if _, err := r.driver.ExecDetached(ctx, container, dd.ExecSpec{Cmd: argv, Env: s.Env}); err != nil {
+		return State{}, fmt.Errorf("starting step %s: %w", s.ID, err)
+	}
+	st, err := r.state(ctx, container, key, observeScript, r.wait, appear)
+	if err == nil && st.Phase == Absent {
+		return st, fmt.Errorf("starting step %s: its runner made no state in %s", s.ID, appear)
+	}
+	return st, err
+}
+
+// Observe answers the state of the step key in container from one short exec.
+func (r *Runner) Observe(ctx context.Context, container string, key Key) (State, error) {
+	return r.state(ctx, container, key, observeScript, 0, 0)
+}
+
+// Cancel stops the step key in container, unless it has ended: it kills the
+// step's process group (never the runner, which records the end) and answers
+// its state after the inline wait (Cancelled, or Running while it dies).
+func (r *Runner) Cancel(ctx context.Context, container string, key Key) (State, error) {
+	return r.state(ctx, container, key, cancelScript, r.wait, 0)
+}
+
+// Forget removes an ended step's state, so that its key may run again (a
+// retry); a step still running is left as it is. It answers the state after:
+// Absent, or Running.
+func (r *Runner) Forget(ctx context.Context, container string, key Key) (State, error) {
+	return r.state(ctx, container, key, forgetScript, 0, 0)
+}
+
+// state runs script against key's directory and reads the state it prints;
+// the script waits up to appear for the directory, then up to wait for the end.
+func (r *Runner) state(ctx context.Context, container string, key Key, script string, wait, appear time.Duration) (State, error) {
+	if err := key.valid(); err != nil {
+		return State{}, err
+	}
+	spec := dd.ExecSpec{
+		Cmd:         []string{"sh", "-c", script, "step", dir(key), ticks(wait), ticks(appear)},
+		Timeout:     wait + appear + execSlack,
+		OutputLimit: 8 << 10,
+	}
+	out, err := r.driver.Exec(ctx, container, spec)
+	if err != nil {
+		return State{}, fmt.Errorf("reading step %s: %w", key, err)
+	}
+	if out.ExitCode != 0 {
+		return State{}, fmt.Errorf("reading step %s: exit code %d: %s", key, out.ExitCode, clean(out.Stderr, maxMessage))
+	}
+	st, err := parse(out.Stdout)
+	if err != nil {
+		return State{}, fmt.Errorf("reading step %s: %w", key, err)
+	}
+	st.Key = key
+	return st, nil
+}
+
+func dir(key Key) string { return Base + "/" + string(key) }
+
+func ticks(d time.Duration) string { return strconv.Itoa(int(d / (50 * time.Millisecond))) }
