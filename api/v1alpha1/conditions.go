@@ -90,6 +90,9 @@ const (
 	// error line), or its ConfigMap or Secret is missing or not usable; it
 	// runs again once they change.
 	ReasonInitFailed = "InitFailed"
+	// ReasonSeeding: a service answers and its init scripts run, beside the
+	// manager's passes; the message says which script and for how long.
+	ReasonSeeding = "Seeding"
 )
 
 // Reasons of the UpToDate condition.

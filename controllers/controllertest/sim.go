@@ -12,6 +12,7 @@ import (
 
 	dd "github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver"
 	"github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver/fake"
+	"github.com/roboco-sandbox/sandbox-controller/internal/host/step"
 )
 
 // EngineSim is the fake Docker host plus engines that answer the controller's
@@ -36,7 +37,9 @@ type EngineSim struct {
 	// creates are when each CreateContainer began; steps when each feature
 	// step (rotate, data) began, by container ID.
 	creates []time.Time
-	steps   map[string][]step
+	steps   map[string][]featureStep
+	// stepsState holds the detached steps (sim_steps.go).
+	stepsState simSteps
 }
 
 type crash struct {
@@ -85,7 +88,7 @@ func (s *EngineSim) LeakPasswords() {
 // NewEngineSim is an engine simulator on a new fake Docker host.
 func NewEngineSim(opts ...fake.Option) *EngineSim {
 	return &EngineSim{Driver: fake.New(opts...), created: map[string][]string{}, broken: map[string]bool{}, crash: map[string]crash{},
-		inflight: map[string]int{}, peak: map[string]int{}, steps: map[string][]step{}}
+		inflight: map[string]int{}, peak: map[string]int{}, steps: map[string][]featureStep{}}
 }
 
 // BreakExtension makes a postgres extension accepted but never created; clear undoes it.
@@ -101,6 +104,9 @@ func (s *EngineSim) BreakExtension(name string) (clear func()) {
 }
 
 func (s *EngineSim) Exec(ctx context.Context, id string, spec dd.ExecSpec) (dd.ExecResult, error) {
+	if req, ok := step.Decode(spec.Cmd); ok && req.Verb != step.VerbStart {
+		return s.answerStep(ctx, id, req)
+	}
 	s.noteStep(id, spec)
 	done := s.track("exec")
 	res, err := s.Driver.Exec(ctx, id, spec)

@@ -6,7 +6,7 @@ import (
 	dd "github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver"
 )
 
-type step struct {
+type featureStep struct {
 	name string
 	at   time.Time
 }
@@ -42,7 +42,7 @@ func (s *EngineSim) noteStep(id string, spec dd.ExecSpec) {
 	if len(spec.Cmd) > 3 && spec.Cmd[0] == "sh" {
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		s.steps[id] = append(s.steps[id], step{spec.Cmd[3], time.Now()})
+		s.steps[id] = append(s.steps[id], featureStep{spec.Cmd[3], time.Now()})
 	}
 }
 

@@ -240,6 +240,6 @@ var _ = Describe("Lifecycle", func() {
 		uid := string(ct.WaitReady(sb).UID)
 		Eventually(ct.Gone(sb), 15*time.Second).Should(BeTrue())
 		Expect(ct.ContainersByUID(host, uid)()).To(BeEmpty())
-		Expect(ct.EventReasons(sb)()).To(ContainElement("Expired"))
+		Eventually(ct.EventReasons(sb)).Should(ContainElement("Expired"))
 	})
 })

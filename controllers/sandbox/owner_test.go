@@ -78,7 +78,7 @@ var _ = Describe("Owner", func() {
 		Expect(ct.MissingSince(sb)).To(BeNil())
 		Consistently(func() bool { return ct.Deleting(sb) }, max(time.Until(deadline), 0)+2*time.Second).Should(BeFalse())
 		Expect(ct.ContainerIDs(host, sb)).To(ConsistOf(ids))
-		Expect(ct.EventReasons(sb)()).To(ContainElements("OwnerMissing", "OwnerBack"))
+		Eventually(ct.EventReasons(sb)).Should(ContainElements("OwnerMissing", "OwnerBack"))
 		Expect(ct.EventReasons(sb)()).NotTo(ContainElement(sandboxv1.ReasonOwnerGone))
 	})
 
@@ -111,7 +111,7 @@ var _ = Describe("Owner", func() {
 		Expect(host.Volumes()).To(BeEmpty())
 		_, ownerKept := host.Peek("roboco-agent-gone-1")
 		Expect(ownerKept).To(BeTrue(), "the owner container is the agent's, never ours to remove")
-		Expect(ct.EventReasons(sb)()).To(ContainElements("OwnerMissing", sandboxv1.ReasonOwnerGone, "TornDown"))
+		Eventually(ct.EventReasons(sb)).Should(ContainElements("OwnerMissing", sandboxv1.ReasonOwnerGone, "TornDown"))
 		Expect(ct.MetricValue("sandbox_owner_gone_deletions_total", nil)).To(Equal(deletions + 1))
 	})
 

@@ -43,12 +43,16 @@ func (r *Reconciler) probeService(ctx context.Context, w serviceWork, c dd.Conta
 	}
 	// Note: a claimed member was seeded by its pool (its class includes the scripts).
 	if len(w.svc.Init) > 0 && !alreadyAnswered && !claimed {
-		if failed, cutShort := r.Host.Seed(ctx, w.svc, c, addr); cutShort {
-			return r.reseed(ctx, w, c, failed, res)
-		} else if failed != "" {
+		if seed := r.Host.Seed(ctx, w.svc, c, addr); seed.CutShort {
+			return r.reseed(ctx, w, c, seed.Failed, res)
+		} else if seed.Failed != "" {
 			res.probes = part{reason: sandboxv1.ReasonInitFailed, message: fmt.Sprintf(
-				"%s init script %s; it runs again, on a new container, once its ConfigMap, Secret or the spec changes", e.Name(), failed)}
+				"%s init script %s; it runs again, on a new container, once its ConfigMap, Secret or the spec changes", e.Name(), seed.Failed)}
 			res.stalled = true
+			return res
+		} else if seed.Running {
+			res.probes = part{reason: sandboxv1.ReasonSeeding, message: fmt.Sprintf("Seeding %s: %s", e.Name(), seed.Progress)}
+			res.after(seed.Poll)
 			return res
 		}
 	}

@@ -56,6 +56,9 @@ func (w *dockerWatch) Start(ctx context.Context) error {
 		return err
 	}
 	for ev := range events {
+		if ev.Type == dd.EventExecDie && !host.StepEnded(ev) {
+			continue // a probe's or another short exec's end
+		}
 		if ev.Type == dd.EventDestroy {
 			w.enqueueWaiting(ctx, ev)
 		}

@@ -1,6 +1,7 @@
 package sandboxpool
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -134,56 +135,79 @@ func (p *Reconciler) removeUnwanted(ctx context.Context, pool *sandboxv1.Sandbox
 }
 
 // probeStarting probes the starting members at once; one that answers (and whose
-// features verify) becomes ready.
-func (p *Reconciler) probeStarting(ctx context.Context, class host.Service, key []byte, ms poolMembers) {
+// features verify and seed ran) becomes ready. It answers when to look again:
+// soon (0: no member starts), later when every starting member seeds (a
+// seed's end wakes the pool).
+func (p *Reconciler) probeStarting(ctx context.Context, class host.Service, key []byte, ms poolMembers) time.Duration {
+	polls := make([]time.Duration, len(ms.starting))
 	var wg sync.WaitGroup
-	for _, c := range ms.starting {
+	for i, c := range ms.starting {
 		wg.Go(func() {
-			addr, ok, initFailed := p.probeMember(ctx, class, key, c)
+			m := p.probeMember(ctx, class, key, c)
+			// Note: one that became ready is counted by the next pass.
+			polls[i] = cmp.Or(m.seedPoll, memberProbeInterval)
 			switch {
-			case ok:
-				p.markReady(class, c, addr)
-			case initFailed != "":
+			case m.ok:
+				p.markReady(class, c, m.addr)
+			case m.initFailed != "":
 				// Note: its data is half-seeded; the next member tries again, after the backoff.
 				_ = p.Host.Remove(ctx, c.ID)
 				p.startFailed(types.UID(c.Labels[host.LabelPoolUID]), sandboxv1.ReasonInitFailed,
-					fmt.Sprintf("member %s: %s init script %s", c.Name, class.Engine.Name(), initFailed))
+					fmt.Sprintf("member %s: %s init script %s", c.Name, class.Engine.Name(), m.initFailed))
 			}
 		})
 	}
 	wg.Wait()
+	next := time.Duration(0)
+	for _, d := range polls {
+		next = kit.Soonest(next, d)
+	}
+	return next
+}
+
+// memberProbe is what probing a starting member found: it answers at addr
+// (ok), its seed failed (initFailed: the failing script and its error), or
+// its seed runs (seedPoll: when to look again).
+type memberProbe struct {
+	addr       string
+	ok         bool
+	initFailed string
+	seedPoll   time.Duration
 }
 
 // probeMember probes a starting member, then activates its features and runs
-// its class's init scripts: a member counts as ready only seeded. initFailed
-// is the failing script and its error.
-func (p *Reconciler) probeMember(ctx context.Context, class host.Service, key []byte, c dd.ContainerSummary) (addr string, ok bool, initFailed string) {
+// its class's init scripts: a member counts as ready only seeded.
+func (p *Reconciler) probeMember(ctx context.Context, class host.Service, key []byte, c dd.ContainerSummary) memberProbe {
 	if c.State != dd.StateRunning {
-		return "", false, ""
+		return memberProbe{}
 	}
 	full, err := p.Host.Inspect(ctx, c.ID)
-	addr = host.Address(full, class.Network)
+	addr := host.Address(full, class.Network)
 	if err != nil || addr == "" {
-		return "", false, ""
+		return memberProbe{}
 	}
 	svc := class
 	svc.Password = poolkey.DerivePassword(key, c.Labels[host.LabelMember])
 	if ok, _ := p.Host.Probe(ctx, svc, full, addr); !ok {
-		return "", false, ""
+		return memberProbe{}
 	}
 	if len(svc.Features) > 0 && p.Host.Activate(ctx, svc, full, addr) != "" {
-		return "", false, ""
+		return memberProbe{}
 	}
 	if len(svc.Init) > 0 {
-		if failed, cutShort := p.Host.Seed(ctx, svc, full, addr); failed != "" {
-			return "", false, failed + map[bool]string{true: " (on a member whose earlier run was cut short)"}[cutShort]
+		seed := p.Host.Seed(ctx, svc, full, addr)
+		if seed.Failed != "" {
+			return memberProbe{initFailed: seed.Failed + map[bool]string{true: " (on a member whose earlier run was cut short)"}[seed.CutShort]}
+		}
+		if seed.Running {
+			return memberProbe{seedPoll: seed.Poll}
 		}
 	}
 	// Note: the state a claimant's reset returns to.
 	if p.Host.SnapshotInitial(ctx, svc, full, addr) != "" {
-		return "", false, ""
+		return memberProbe{}
 	}
-	return addr, true, ""
+	return memberProbe{addr: addr, ok: true}
 }
 
 // readyMember is a member that answered: when, and at which address.

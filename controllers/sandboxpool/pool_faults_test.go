@@ -135,7 +135,7 @@ var _ = Describe("Warm pools, when a claim is cut short", func() {
 			Expect(k8sClient.Patch(ctx, cur, patch)).To(Succeed())
 			Eventually(func() map[string]string { return ct.Get(forger).Annotations }).ShouldNot(HaveKey(sandboxv1.AnnotationClaimPrefix + "redis"))
 		}
-		Expect(ct.EventReasons(forger)()).To(ContainElement(sandboxv1.EventClaimRecordIgnored))
+		Eventually(ct.EventReasons(forger)).Should(ContainElement(sandboxv1.EventClaimRecordIgnored))
 		Consistently(func() bool {
 			_, victimKept := host.Peek(victimID)
 			_, memberKept := host.Peek(unclaimed[0].ID)
@@ -164,7 +164,7 @@ var _ = Describe("Warm pools, when a claim is cut short", func() {
 		stop = ct.StartManager(host, opts)
 		Eventually(func() string { return claimsOn(ct.Get(sb)) }).Should(Equal(record))
 		Eventually(func() map[string]string { return ct.Get(sb).Annotations }).ShouldNot(HaveKey(sandboxv1.AnnotationClaimPrefix + "redis"))
-		Expect(ct.EventReasons(sb)()).To(ContainElement(sandboxv1.EventClaimRecovered))
+		Eventually(ct.EventReasons(sb)).Should(ContainElement(sandboxv1.EventClaimRecovered))
 		Expect(ct.EventReasons(sb)()).NotTo(ContainElement(sandboxv1.EventClaimRecordIgnored))
 		Expect(ct.WaitReady(sb).Status.Services[0].ContainerID).To(Equal(id))
 		Expect(servedBy(host, ct.Get(sb), "redis")).To(HaveLen(1))
@@ -293,7 +293,7 @@ var _ = Describe("Warm pools whose members cannot start", func() {
 		Expect(k8sClient.Create(ctx, pool)).To(Succeed())
 		Eventually(poolCondition(pool, sandboxv1.ConditionStalled), "90s").Should(Equal("True/ProbeTimeout"))
 		Expect(poolConditionOf(pool, sandboxv1.ConditionStalled).Message).To(ContainSubstring("probe deadline of 3s"))
-		Expect(ct.EventReasons(pool)()).To(ContainElement(sandboxv1.EventMemberReplaced))
+		Eventually(ct.EventReasons(pool)).Should(ContainElement(sandboxv1.EventMemberReplaced))
 	})
 
 	It("gives a member its probe deadline however short maxAge is", func() {

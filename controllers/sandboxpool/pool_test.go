@@ -93,7 +93,7 @@ var _ = Describe("Warm pools", func() {
 		Expect(c.Name).To(Equal("roboco-sandbox-redis-warm-1"))
 		Expect(got.Status.Services[0].Host).To(Equal("roboco-sandbox-redis-warm-1"))
 		Expect(got.Status.Claims).To(HaveKeyWithValue("redis", HaveField("ContainerID", id)))
-		Expect(ct.EventReasons(sb)()).To(ContainElement(sandboxv1.EventClaimed))
+		Eventually(ct.EventReasons(sb)).Should(ContainElement(sandboxv1.EventClaimed))
 
 		password := ct.SecretOf(sb)["ROBOCO_TEST_REDIS_PASSWORD"]
 		Expect(password).To(Equal(before[id]), "the Secret does not hold the member's own password")

@@ -137,7 +137,7 @@ func (p *Reconciler) fill(ctx context.Context, pool *sandboxv1.SandboxPool) (ctr
 		poolDockerDown(pool, err)
 		return ctrl.Result{RequeueAfter: p.backoff(pool.UID)}, nil
 	}
-	p.probeStarting(ctx, class, key, ms)
+	probeAgain := p.probeStarting(ctx, class, key, ms)
 	wanted := ms.missing
 	v, err := p.admit(ctx, pool, &ms)
 	if err != nil {
@@ -159,8 +159,11 @@ func (p *Reconciler) fill(ctx context.Context, pool *sandboxv1.SandboxPool) (ctr
 	if wait := p.createWait(pool.UID); len(ms.starting)+created == 0 && wait > 0 {
 		return ctrl.Result{RequeueAfter: wait}, nil
 	}
-	if len(ms.starting)+created > 0 || created < ms.missing {
+	if created > 0 || created < ms.missing {
 		return ctrl.Result{RequeueAfter: memberProbeInterval}, nil
+	}
+	if probeAgain > 0 {
+		return ctrl.Result{RequeueAfter: probeAgain}, nil
 	}
 	if created < wanted {
 		// Note: a quota's room freed re-queues the pool (its watch); this is the backstop.

@@ -83,8 +83,10 @@ touch "$S/done"`
 const runScripts = `run_scripts() {
 	total=${TOTAL:-0}; end=$(( $(date +%s) + total ))
 	over="stopped at the seed's total time of ${total}s (` + InitPastTotal + `)"
+	i=0
 	for f in "$@"; do
-		t=$T
+		i=$((i + 1)); t=$T
+		[ -n "${STEP_PROGRESS:-}" ] && printf '%d of %d scripts, %s\n' "$i" "$#" "$f" >> "$STEP_PROGRESS"
 		if [ "$total" -gt 0 ]; then
 			left=$(( end - $(date +%s) ))
 			[ "$left" -gt 0 ] || { printf '%s: %s\n' "$f" "$over"; return 2; }

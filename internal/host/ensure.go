@@ -48,5 +48,6 @@ func (h *Host) Inspect(ctx context.Context, id string) (dd.Container, error) {
 // Remove stops and removes a container with its anonymous volumes; absent is success.
 func (h *Host) Remove(ctx context.Context, id string) error {
 	h.warm.release(id)
+	h.started.forget(id)
 	return h.driver.Remove(ctx, id, h.stopTimeout)
 }

@@ -13,6 +13,7 @@ import (
 
 	dd "github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver"
 	"github.com/roboco-sandbox/sandbox-controller/internal/engine"
+	"github.com/roboco-sandbox/sandbox-controller/internal/host/step"
 )
 
 // Host drives the services of one Docker host.
@@ -23,13 +24,15 @@ type Host struct {
 	judged      judgements
 	warm        *Warm
 	data        dataExecs
+	steps       *step.Runner
+	started     started
 }
 
 // New is the layer for the Docker host behind driver. stopTimeout is how long a
 // container gets between SIGTERM and SIGKILL when removed; pulls runs the image
 // pulls off the callers' goroutines.
 func New(driver dd.Driver, stopTimeout time.Duration, pulls *Pulls) *Host {
-	return &Host{driver: driver, stopTimeout: stopTimeout, pulls: pulls, warm: NewWarm()}
+	return &Host{driver: driver, stopTimeout: stopTimeout, pulls: pulls, warm: NewWarm(), steps: step.New(driver, InlineStepWait)}
 }
 
 // Warm is the host's index of claimable pool members.

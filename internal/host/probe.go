@@ -6,9 +6,11 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	dd "github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver"
 	"github.com/roboco-sandbox/sandbox-controller/internal/engine"
+	"github.com/roboco-sandbox/sandbox-controller/internal/host/step"
 )
 
 // Probe runs the engine's bounded readiness probe once against c at addr. It
@@ -57,21 +59,48 @@ func (h *Host) Activate(ctx context.Context, svc Service, c dd.Container, addr s
 	return ""
 }
 
-// Seed runs the service's init scripts once on c: "" when they ran (now or
-// earlier), else the failing key and its first error line; cutShort says an
-// earlier run on c ended unfinished, so c's data is in doubt.
-func (h *Host) Seed(ctx context.Context, svc Service, c dd.Container, addr string) (failed string, cutShort bool) {
-	step := engine.Seed(svc.Engine, svc.Password, addr, svc.Init, svc.InitPerScript, svc.InitTimeout)
-	out, err := h.exec(ctx, c, step)
+// Seeding is where a service's seed is.
+type Seeding struct {
+	// Running: the scripts run; Progress says which, for how long.
+	Running  bool
+	Progress string
+	// Poll is when to look again while it runs (see Poll).
+	Poll time.Duration
+	// Failed is the failing key and its first error line; CutShort says an
+	// earlier run on the container ended unfinished (cancelled, killed with
+	// its runner), so its data is in doubt.
+	Failed   string
+	CutShort bool
+}
+
+// Seed starts the service's init scripts on c, once per container, as a step
+// beside the pass, or observes them: a pass calls it until it answers a seed
+// that is not Running.
+func (h *Host) Seed(ctx context.Context, svc Service, c dd.Container, addr string) Seeding {
+	es := engine.Seed(svc.Engine, svc.Password, addr, svc.Init, svc.InitPerScript, svc.InitTimeout)
+	st, err := h.runStep(ctx, c, "seed", es)
 	switch {
 	case err != nil:
-		return fmt.Sprintf("running the init scripts: %v", err), false
-	case out.ExitCode == 0:
-		return "", false
-	case out.ExitCode == engine.InitCutShort:
-		return LastLine(out.Stderr), true
+		return Seeding{Failed: fmt.Sprintf("running the init scripts: %v", err)}
+	case st.Phase == step.Running:
+		return Seeding{Running: true, Progress: seedProgress(st, len(svc.Init)), Poll: Poll(st.Elapsed)}
+	case st.Phase == step.Done:
+		return Seeding{}
+	case st.Phase == step.Failed && st.ExitCode == 1:
+		return Seeding{Failed: st.Message}
 	}
-	return LastLine(out.Stderr + "\n" + out.Stdout), false
+	// Cancelled, lost, or the script's own "cut short" (engine.InitCutShort).
+	return Seeding{Failed: st.Message, CutShort: true}
+}
+
+// seedProgress says which script runs and for how long: the seed writes
+// "<i> of <n> scripts, <key>" before each (untrusted, bounded text: the
+// tenant's scripts can write the same file).
+func seedProgress(st step.State, n int) string {
+	if st.Progress == "" {
+		return fmt.Sprintf("starting %d scripts, for %s", n, st.Elapsed)
+	}
+	return fmt.Sprintf("%s running %s (seed running %s)", st.Progress, st.ProgressFor, st.Elapsed)
 }
 
 func (h *Host) exec(ctx context.Context, c dd.Container, step engine.Step) (dd.ExecResult, error) {

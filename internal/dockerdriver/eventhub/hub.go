@@ -77,7 +77,7 @@ func New(driver dd.Driver) *Hub {
 	return &Hub{driver: driver, cur: s, last: s, counts: map[string]*counts{}}
 }
 
-// Start opens the one unfiltered stream (driver.Events(ctx, dd.EventFilter{}))
+// Start opens the one unfiltered stream (driver.Events(ctx, dd.EventFilter{ExecDie: true}))
 // and delivers until ctx ends or Stop; it returns at once. Starting a started
 // hub is an error. When ctx ends the hub stops as if Stop had been called.
 func (h *Hub) Start(ctx context.Context) error {
@@ -97,8 +97,10 @@ func (h *Hub) Start(ctx context.Context) error {
 	s.started = true
 	sctx, cancel := context.WithCancel(ctx)
 	s.cancel = cancel
-	// Events returns at once: the driver connects in the background.
-	events := h.driver.Events(sctx, dd.EventFilter{})
+	// Events returns at once: the driver connects in the background. Note:
+	// exec_die too, so that a detached step's end wakes its object; consumers
+	// skip the ones they do not want (every probe's exec ends with one).
+	events := h.driver.Events(sctx, dd.EventFilter{ExecDie: true})
 	s.wg.Add(1)
 	go h.pump(s, events)
 	return nil

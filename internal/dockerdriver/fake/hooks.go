@@ -1,6 +1,7 @@
 package fake
 
 import (
+	"context"
 	"errors"
 	"slices"
 	"time"
@@ -127,4 +128,25 @@ func (f *Driver) DeleteContainer(nameOrID string) error {
 	}
 	f.destroy(c)
 	return nil
+}
+
+// Call is one call of verb on nameOrID as every method makes it (counted,
+// its faults applied) that does nothing else: for a simulator layered on the
+// fake that answers some calls itself.
+func (f *Driver) Call(ctx context.Context, verb Verb, nameOrID string) error {
+	return f.enter(ctx, verb, f.refsOf(nameOrID)...)
+}
+
+// ExecDied emits the end of an exec in container nameOrID with exitCode, if
+// it still runs: for a simulator whose execs end when it says.
+func (f *Driver) ExecDied(nameOrID string, exitCode int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	c := f.resolve(nameOrID)
+	if c == nil || c.c.State != dd.StateRunning {
+		return
+	}
+	e := newEvent(c, dd.EventExecDie, exitCode)
+	e.ExecID = randomID()
+	f.deliver(e)
 }

@@ -20,7 +20,7 @@ type record struct {
 	absent, running, lost, cancelled bool
 	ended                            bool
 	exit                             int
-	started, end, now                int64
+	started, end, now, progressed    int64
 	progress, out                    string
 }
 
@@ -59,12 +59,15 @@ func (r *record) take(word, rest string) (ok bool, err error) {
 	case "cancelled":
 		r.cancelled = true
 		return false, nil
-	case "started", "now":
+	case "started", "now", "progressed":
 		n, _ := strconv.ParseInt(rest, 10, 64) // missing while the runner starts: 0
-		if word == "now" {
+		switch word {
+		case "now":
 			r.now = n
-		} else {
+		case "started":
 			r.started = n
+		default:
+			r.progressed = n
 		}
 		return false, nil
 	case "progress", "out":
@@ -85,6 +88,9 @@ func (r record) state() State {
 	st := State{Progress: clean(lastLine(r.progress), maxProgress)}
 	if r.started > 0 {
 		st.Elapsed = time.Duration(max(0, r.now-r.started)) * time.Second
+	}
+	if r.progressed > 0 && st.Progress != "" {
+		st.ProgressFor = time.Duration(max(0, r.now-r.progressed)) * time.Second
 	}
 	switch {
 	case r.absent:

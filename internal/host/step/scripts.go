@@ -5,7 +5,9 @@ const Base = "/tmp/sandbox-steps"
 
 // RunnerExit is the exit code of every step's runner, so that an exec_die
 // with it says "a step ended here" and a consumer need not wake on every
-// probe's. It is the runner's, never the step's (see State.ExitCode).
+// probe's. It is the runner's, never the step's (see State.ExitCode). A
+// runner that finds its key taken exits 86 instead: that Start ended nothing,
+// so it wakes no one (a pass that woke on it would start it again, forever).
 const RunnerExit = 87
 
 // reaper becomes the child subreaper (prctl PR_SET_CHILD_SUBREAPER, 36, by
@@ -56,6 +58,7 @@ observe() {
 	echo "now $(date +%s)"
 	printf 'progress '; tail -c 512 "$D/progress" 2>/dev/null | hex; echo
 	printf 'out '; tail -c 1024 "$D/out" 2>/dev/null | hex; echo
+	echo "progressed $(stat -c %Y "$D/progress" 2>/dev/null)"
 }
 `
 
@@ -67,7 +70,7 @@ observe() {
 // records before it reads the group: one of the two sees the other.
 const runner = `set -u
 D=$1; shift
-mkdir -p "${D%/*}" && mkdir "$D" 2>/dev/null || exit 87
+mkdir -p "${D%/*}" && mkdir "$D" 2>/dev/null || exit 86
 echo "$$ $(cut -d' ' -f22 /proc/$$/stat)" > "$D/runner"
 date +%s > "$D/started"
 : > "$D/progress"

@@ -98,6 +98,9 @@ type State struct {
 	// untrusted text (a tenant's script may write it), bounded, with no
 	// control characters.
 	Progress string
+	// ProgressFor is how long ago Progress was written (the container's
+	// clock): how long the part it names has run.
+	ProgressFor time.Duration
 	// ExitCode is the step's exit code once ended (-1 when its runner vanished).
 	ExitCode int
 	// Message says why a step Failed or was Cancelled: the last line of its

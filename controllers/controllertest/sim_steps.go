@@ -1,0 +1,246 @@
+package controllertest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	dd "github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver"
+	"github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver/fake"
+	"github.com/roboco-sandbox/sandbox-controller/internal/host/step"
+)
+
+// The simulator runs the host's detached steps (internal/host/step) as a
+// container would: it decodes the runner's commands, keeps each step's state
+// per container, and answers the state commands in the runner's own format.
+// A step runs its command through the simulator's Exec (exec rules apply to
+// it), taking as long as a SlowStep says (0 by default) before it ends.
+
+// SlowStep makes the steps whose ID is ID (in Container, "": any) run for For
+// (fake.Forever: until cancelled or their container goes) before they end.
+type SlowStep struct {
+	Container, ID string
+	For           time.Duration
+}
+
+// simSteps are the steps of every container, by container ID and key.
+type simSteps struct {
+	mu    sync.Mutex
+	slow  []*SlowStep
+	steps map[string]map[step.Key]*simStep
+	// starts counts the steps started, by ID.
+	starts map[string]int
+}
+
+type simStep struct {
+	step.Simulated
+	id    string
+	argv  []string
+	files int // a seed's scripts, for its progress
+	runs  time.Duration
+	res   dd.ExecResult
+}
+
+// SlowSteps makes steps slow; clear undoes it (steps already started keep
+// their time).
+func (s *EngineSim) SlowSteps(r SlowStep) (clear func()) {
+	s.stepsState.mu.Lock()
+	defer s.stepsState.mu.Unlock()
+	p := &r
+	s.stepsState.slow = append([]*SlowStep{p}, s.stepsState.slow...)
+	return func() {
+		s.stepsState.mu.Lock()
+		defer s.stepsState.mu.Unlock()
+		s.stepsState.slow = slices.DeleteFunc(s.stepsState.slow, func(x *SlowStep) bool { return x == p })
+	}
+}
+
+// StepsStarted is how many steps of ID were started (each key once).
+func (s *EngineSim) StepsStarted(id string) int {
+	s.stepsState.mu.Lock()
+	defer s.stepsState.mu.Unlock()
+	return s.stepsState.starts[id]
+}
+
+// RunningSteps lists the keys of the steps running in container (a name or ID).
+func (s *EngineSim) RunningSteps(container string) []string {
+	c, ok := s.Peek(container)
+	if !ok {
+		return nil
+	}
+	s.stepsState.mu.Lock()
+	defer s.stepsState.mu.Unlock()
+	var out []string
+	for k, st := range s.stepsState.steps[c.ID] {
+		if st.Ended.IsZero() && !st.due(time.Now()) {
+			out = append(out, string(k))
+		}
+	}
+	return out
+}
+
+func (s *EngineSim) ExecDetached(ctx context.Context, id string, spec dd.ExecSpec) (string, error) {
+	req, ok := step.Decode(spec.Cmd)
+	if !ok || req.Verb != step.VerbStart {
+		return s.Driver.ExecDetached(ctx, id, spec)
+	}
+	c, err := s.stepCall(ctx, fake.VerbExecDetached, id)
+	if err != nil {
+		return "", err
+	}
+	if !s.stepsState.has(c.ID, req.Key) {
+		s.startStep(ctx, c, req, spec.Env)
+	}
+	return "sim-" + string(req.Key), nil
+}
+
+// stepCall makes a step command's Docker call (faults apply, exec rules do
+// not: they are for the step's own command) and finds its running container.
+func (s *EngineSim) stepCall(ctx context.Context, verb fake.Verb, id string) (dd.Container, error) {
+	if err := s.Call(ctx, verb, id); err != nil {
+		return dd.Container{}, err
+	}
+	c, ok := s.Peek(id)
+	if !ok {
+		return dd.Container{}, dd.NewError("exec", id, dd.ErrNotFound, errors.New("no such container: "+id))
+	}
+	if c.State != dd.StateRunning {
+		return dd.Container{}, dd.NewError("exec", id, dd.ErrConflict, fmt.Errorf("container %s is not running", c.ID))
+	}
+	return c, nil
+}
+
+func (st *simSteps) has(container string, k step.Key) bool {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	_, ok := st.steps[container][k]
+	return ok
+}
+
+// startStep runs req's command now (its result is what it answers when its
+// time is up) and records the step.
+func (s *EngineSim) startStep(ctx context.Context, c dd.Container, req step.Request, env map[string]string) {
+	argv, timeout := unwrapTimeout(req.Argv)
+	id := string(req.Key[:strings.LastIndex(string(req.Key), "-")])
+	runs := s.stepsState.slowFor(c, id)
+	res := dd.ExecResult{ExitCode: 137} // killed at its bound
+	if killed := timeout > 0 && (runs == fake.Forever || runs > timeout); killed {
+		runs = timeout
+	} else if r, err := s.Exec(ctx, c.ID, dd.ExecSpec{Cmd: argv, Env: env, Timeout: max(timeout, time.Minute)}); err != nil {
+		res = dd.ExecResult{ExitCode: 1, Stderr: err.Error()}
+	} else {
+		res = r
+	}
+	st := &simStep{Simulated: step.Simulated{Started: time.Now()}, id: id, argv: argv, runs: runs, res: res, files: seedFiles(argv)}
+	s.stepsState.mu.Lock()
+	if s.stepsState.steps == nil {
+		s.stepsState.steps, s.stepsState.starts = map[string]map[step.Key]*simStep{}, map[string]int{}
+	}
+	if s.stepsState.steps[c.ID] == nil {
+		s.stepsState.steps[c.ID] = map[step.Key]*simStep{}
+	}
+	s.stepsState.steps[c.ID][req.Key] = st
+	s.stepsState.starts[id]++
+	s.stepsState.mu.Unlock()
+	if runs != fake.Forever {
+		time.AfterFunc(runs, func() { s.ExecDied(c.ID, step.RunnerExit) })
+	}
+}
+
+func (st *simSteps) slowFor(c dd.Container, id string) time.Duration {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	for _, r := range st.slow {
+		if (r.Container == "" || r.Container == c.Name || r.Container == c.ID) && r.ID == id {
+			return r.For
+		}
+	}
+	return 0
+}
+
+// unwrapTimeout takes off the host's "timeout -s KILL N" around a step.
+func unwrapTimeout(argv []string) ([]string, time.Duration) {
+	if len(argv) > 4 && argv[0] == "timeout" && argv[1] == "-s" && argv[2] == "KILL" {
+		n, _ := strconv.Atoi(argv[3])
+		return argv[4:], time.Duration(n) * time.Second
+	}
+	return argv, 0
+}
+
+// seedFiles counts a seed's scripts (sh -c <script> init FILE...).
+func seedFiles(argv []string) int {
+	if len(argv) > 3 && argv[0] == "sh" && argv[3] == "init" {
+		return len(argv) - 4
+	}
+	return 0
+}
+
+// due says st's time is up at now.
+func (st *simStep) due(now time.Time) bool {
+	return st.runs != fake.Forever && !now.Before(st.Started.Add(st.runs))
+}
+
+// settle ends st once its time is up; a running seed says which script runs.
+func (st *simStep) settle(now time.Time) {
+	if !st.Ended.IsZero() {
+		return
+	}
+	if st.due(now) {
+		st.Ended, st.ExitCode = st.Started.Add(st.runs), st.res.ExitCode
+		st.Out = st.res.Stdout + st.res.Stderr
+		return
+	}
+	if st.files > 0 && st.runs > 0 {
+		per := st.runs / time.Duration(st.files)
+		i := min(int(now.Sub(st.Started)/max(per, time.Nanosecond)), st.files-1)
+		st.Progress = fmt.Sprintf("%d of %d scripts, %s\n", i+1, st.files, st.argv[4+i])
+		st.Progressed = st.Started.Add(time.Duration(i) * per)
+	}
+}
+
+// answerStep answers a state command of the step runner, as the container's
+// shell would print it.
+func (s *EngineSim) answerStep(ctx context.Context, id string, req step.Request) (dd.ExecResult, error) {
+	c, err := s.stepCall(ctx, fake.VerbExec, id)
+	if err != nil {
+		return dd.ExecResult{}, err
+	}
+	st := s.stepsState.get(c.ID, req.Key)
+	if st != nil && req.Wait > 0 && st.runs != fake.Forever {
+		// The inline wait: a step that ends within it is answered ended.
+		if left := time.Until(st.Started.Add(st.runs)); left > 0 && left <= req.Wait {
+			time.Sleep(left)
+		}
+	}
+	s.stepsState.mu.Lock()
+	defer s.stepsState.mu.Unlock()
+	now := time.Now()
+	if st == nil {
+		return dd.ExecResult{Stdout: step.Print(nil, now)}, nil
+	}
+	st.settle(now)
+	switch req.Verb {
+	case step.VerbCancel:
+		if st.Ended.IsZero() {
+			st.Ended, st.ExitCode, st.Cancelled, st.Out = now, 137, true, "Killed"
+			time.AfterFunc(0, func() { s.ExecDied(c.ID, step.RunnerExit) })
+		}
+	case step.VerbForget:
+		if !st.Ended.IsZero() {
+			delete(s.stepsState.steps[c.ID], req.Key)
+			return dd.ExecResult{Stdout: step.Print(nil, now)}, nil
+		}
+	}
+	return dd.ExecResult{Stdout: step.Print(&st.Simulated, now)}, nil
+}
+
+func (st *simSteps) get(container string, k step.Key) *simStep {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return st.steps[container][k]
+}

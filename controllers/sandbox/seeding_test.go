@@ -1,0 +1,63 @@
+package sandbox_test
+
+import (
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
+	ct "github.com/roboco-sandbox/sandbox-controller/controllers/controllertest"
+	"github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver/fake"
+)
+
+// A seed runs beside the passes, as a step in its container: the pass starts
+// it and returns; later passes observe it. With one worker, a worker held by
+// a seed would serve no other Sandbox and no delete.
+var _ = Describe("Seeds beside the pass (one worker)", func() {
+	var (
+		sim *ct.EngineSim
+		ns  string
+	)
+	BeforeEach(func() {
+		sim = ct.NewHost()
+		ns = ct.NewNamespace()
+		stop := ct.StartManagerWith(env.Config, sim, ct.Setup{Options: ct.TestOptions(), MaxConcurrentReconciles: 1, Sweep: true,
+			HostIdentitySettle: time.Millisecond})
+		DeferCleanup(func() { stop() })
+		Expect(k8sClient.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "seed"},
+			Data: map[string]string{"10-schema.sql": "CREATE TABLE t (id int);", "20-rows.sql": "INSERT INTO t VALUES (1);"}})).To(Succeed())
+	})
+
+	It("reports Seeding with the script that runs, serves other Sandboxes meanwhile, and deletes a seeding Sandbox at once", func() {
+		DeferCleanup(sim.SlowSteps(ct.SlowStep{ID: "seed", For: fake.Forever}))
+		seeded := ct.Seeded(ct.NewSandbox(ns, "seeded", "slow-seed", "postgres"), "seed")
+		Expect(k8sClient.Create(ctx, seeded)).To(Succeed())
+		Eventually(ct.Condition(seeded, sandboxv1.ConditionServicesReady)).Should(Equal("False/Seeding"))
+		Expect(ct.ConditionOf(seeded, sandboxv1.ConditionServicesReady).Message).To(MatchRegexp(`1 of 2 scripts, 10-schema\.sql running`))
+		Expect(ct.Condition(seeded, sandboxv1.ConditionReady)()).To(HavePrefix("False/"))
+
+		other := ct.NewSandbox(ns, "other", "plain", "redis")
+		Expect(k8sClient.Create(ctx, other)).To(Succeed())
+		Eventually(ct.Condition(other, sandboxv1.ConditionReady)).Should(Equal("True/Ready"))
+
+		cs := ct.ContainersOf(sim, seeded)
+		Expect(cs).To(HaveLen(1))
+		Expect(sim.RunningSteps(cs[0].ID)).To(HaveLen(1), "the seed runs in its container")
+		ct.DeletedGoes(seeded)
+		_, kept := sim.Peek(cs[0].ID)
+		Expect(kept).To(BeFalse(), "the seeding container outlived its Sandbox")
+	})
+
+	It("goes Ready once the seed ends, woken by its end, and starts it once", func() {
+		clear := sim.SlowSteps(ct.SlowStep{ID: "seed", For: 2 * time.Second})
+		DeferCleanup(clear)
+		seeded := ct.Seeded(ct.NewSandbox(ns, "seeded", "seed-ends", "postgres"), "seed")
+		Expect(k8sClient.Create(ctx, seeded)).To(Succeed())
+		Eventually(ct.Condition(seeded, sandboxv1.ConditionServicesReady)).Should(Equal("False/Seeding"))
+		Eventually(ct.Condition(seeded, sandboxv1.ConditionReady), 20*time.Second).Should(Equal("True/Ready"))
+		Expect(sim.StepsStarted("seed")).To(Equal(1))
+	})
+})
