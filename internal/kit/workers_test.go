@@ -140,6 +140,23 @@ func TestALongPassWhileOtherWorkersTakeItemsIsLive(t *testing.T) {
 	within(t, took, "the waiting worker to take f")
 }
 
+// An item ready after a long quiet time is taken by the worker waiting in Get:
+// the moment between is not judged stuck, however long the quiet was.
+func TestAWorkerWaitingInGetIsLive(t *testing.T) {
+	w, q, clock := watchedQueue(t, "sandbox")
+	q.Add(req("a"))
+	take(t, q, "a")
+	q.Done(req("a"))
+	clock.advance(time.Hour)
+	q.mu.Lock()
+	q.idle++ // a worker has entered Get (GetWithPriority), b not yet handed to it
+	q.mu.Unlock()
+	q.Add(req("b"))
+	if got := live(w); got != "" {
+		t.Errorf("a worker waits in Get as b arrives: %s", got)
+	}
+}
+
 func TestWorkersNotStartedOrStoppedAreNotJudged(t *testing.T) {
 	w, q, clock := watchedQueue(t, "sandboxpool")
 	q.Add(req("a")) // queued while the caches sync, or on a replica not elected
