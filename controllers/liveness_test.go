@@ -154,7 +154,7 @@ func healthz(base, path string) func() string {
 		if err != nil {
 			return err.Error()
 		}
-		defer resp.Body.Close()
+		defer func() { _ = resp.Body.Close() }()
 		body, _ := io.ReadAll(resp.Body)
 		return resp.Status[:3] + " " + string(body)
 	}

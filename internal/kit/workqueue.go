@@ -124,7 +124,7 @@ func (q *queue) stuck(now time.Time, after time.Duration) error {
 	}
 	// Note: an item requeued while in a pass may still wait for its delay, so
 	// this counts at least the items a free worker would take, maybe fewer.
-	waiting := q.PriorityQueue.Len()
+	waiting := q.Len()
 	for _, p := range q.passes {
 		if p.requeued {
 			waiting--
