@@ -35,7 +35,7 @@ import (
 type fleet struct {
 	mgr   ctrl.Manager
 	setup Setup
-	live  *kit.Passes
+	live  *kit.Workers
 	keys  *poolkey.Keys
 	// clock is the API server's clock, which the Sandboxes' windows are judged on.
 	clock *apiclock.Clock
@@ -90,7 +90,7 @@ func (hs *hostSet) Redial(driver dd.Driver, endpoint, tlsVersion string) {
 }
 
 func newFleet(mgr ctrl.Manager, s Setup) (*fleet, error) {
-	f := &fleet{mgr: mgr, setup: s, live: kit.NewPasses(), hosts: map[string]*hostSet{},
+	f := &fleet{mgr: mgr, setup: s, hosts: map[string]*hostSet{},
 		taken: make(chan event.TypedGenericEvent[*sandboxv1.DockerHost], 1024),
 		keys:  poolkey.New(mgr.GetClient(), mgr.GetAPIReader(), mgr.GetScheme())}
 	if err := index.Register(mgr, s.Options); err != nil {
@@ -104,8 +104,13 @@ func newFleet(mgr ctrl.Manager, s Setup) (*fleet, error) {
 	if err := statusmetrics.Register(mgr.GetCache(), mgr.Elected()); err != nil {
 		return nil, err
 	}
-	// Liveness is the manager's own health: no pass stuck (Docker calls have deadlines).
-	if err := mgr.AddHealthzCheck("sandbox-passes", f.live.Check); err != nil {
+	// Liveness is the manager's own health: every controller's workers take
+	// work (the queues of those built with kit.Paced or kit.Watched), however
+	// long one pass runs; Docker's health is readiness only.
+	if f.live, err = kit.WatchWorkers(mgr, s.WorkersStuckAfter); err != nil {
+		return nil, err
+	}
+	if err := mgr.AddHealthzCheck("workers", f.live.Check); err != nil {
 		return nil, err
 	}
 	if s.Leases != nil {
@@ -143,7 +148,7 @@ func (f *fleet) add(name string, driver dd.Driver) (*hostSet, error) {
 	identity := host.NewIdentity(driver, settle)
 	sandboxes := &sandbox.Reconciler{Client: f.mgr.GetClient(), Driver: driver, Options: s.Options, Scope: scope,
 		MaxConcurrentReconciles: s.MaxConcurrentReconciles, Events: events, Identity: identity, Observe: s.ObservePass,
-		PoolKeys: f.keys, Live: f.live, Clock: f.clock}
+		PoolKeys: f.keys, Clock: f.clock}
 	if err := sandboxes.SetupWithManager(f.mgr); err != nil {
 		return nil, fmt.Errorf("setting up the Sandbox controller of Docker host %s: %w", name, err)
 	}

@@ -33,6 +33,9 @@ type Setup struct {
 	PlacementWorkers int
 	// Sweep runs the orphan sweep.
 	Sweep bool
+	// WorkersStuckAfter is how long a controller's workers may take no item while
+	// items wait before /healthz fails (0: kit.DefaultStuckAfter); tests shorten it.
+	WorkersStuckAfter time.Duration
 	// HostIdentitySettle is how long a manager that planted the Docker host's
 	// identity marker waits before reading it back (0: host.DefaultIdentitySettle).
 	HostIdentitySettle time.Duration

@@ -8,6 +8,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -31,11 +32,11 @@ type strays struct {
 
 func (s *strays) setupWithManager(mgr ctrl.Manager) error {
 	deleting := builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool { return !o.GetDeletionTimestamp().IsZero() }))
-	if err := ctrl.NewControllerManagedBy(mgr).For(&sandboxv1.Sandbox{}, deleting).Named("sandbox-strays").
+	if err := ctrl.NewControllerManagedBy(mgr).For(&sandboxv1.Sandbox{}, deleting).Named("sandbox-strays").WithOptions(kit.Watched(mgr, controller.Options{})).
 		Complete(reconcile.Func(s.sandbox)); err != nil {
 		return err
 	}
-	return ctrl.NewControllerManagedBy(mgr).For(&sandboxv1.SandboxPool{}, deleting).Named("sandboxpool-strays").
+	return ctrl.NewControllerManagedBy(mgr).For(&sandboxv1.SandboxPool{}, deleting).Named("sandboxpool-strays").WithOptions(kit.Watched(mgr, controller.Options{})).
 		Complete(reconcile.Func(s.pool))
 }
 

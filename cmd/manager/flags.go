@@ -242,7 +242,7 @@ func (f *flags) addManagerFlags(s *settings) {
 		"A `directory` holding tls.crt and tls.key for --metrics-secure (e.g. a cert-manager Secret). Default: a self-signed "+
 			"certificate made at start-up.")
 	fs.StringVar(&s.probeAddr, "health-probe-bind-address", ":8081",
-		`The `+"`address`"+` /healthz (the process runs) and /readyz (Docker answers) are served on. "0" turns them off.`)
+		`The `+"`address`"+` /healthz (the process runs and its workers take work) and /readyz (Docker answers) are served on. "0" turns them off.`)
 	fs.BoolVar(&s.leaderElect, "leader-elect", false,
 		"Elect a leader through a coordination.k8s.io Lease so that only one of several replicas acts. "+
 			"Replicas that are not the leader wait, ready to take over.")

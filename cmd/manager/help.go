@@ -34,7 +34,9 @@ const helpFooter = `Endpoints:
              Ready per engine, image pull times, probe attempts, failures by
              reason, Sandboxes by Ready status. Plain HTTP, or with
              --metrics-secure HTTPS for bearer tokens allowed to get /metrics.
-  /healthz   on --health-probe-bind-address: answers while the process runs.
+  /healthz   on --health-probe-bind-address: answers while the process runs
+             and every controller's workers take work; fails when items wait
+             and no worker took one for 3m (/healthz/workers says which).
   /readyz    on --health-probe-bind-address: fails while Docker does not answer
              a ping within a few seconds.
 

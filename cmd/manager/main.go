@@ -101,9 +101,9 @@ func start(ctx context.Context, s *settings) error {
 		return startupError{fmt.Errorf("creating the manager: %w", err)}
 	}
 	// Note: liveness is the manager's own (its HTTP server answers, and the
-	// controllers add a check that no pass is stuck); Docker's health is readiness
-	// only, so an outage takes the manager out of rotation instead of restarting it
-	// in a loop.
+	// controllers add a check that their workers take work, kit.Workers);
+	// Docker's health is readiness only, so an outage takes the manager out of
+	// rotation instead of restarting it in a loop.
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
 		return startupError{err}
 	}

@@ -249,6 +249,6 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&sandboxv1.Sandbox{}, toHost, builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, capacity.WaitingChanged))).
 		Watches(&sandboxv1.SandboxPool{}, toHost, builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, capacity.WaitingChanged))).
 		WatchesRawSource(source.Channel(r.Fleet.Taken(), &handler.TypedEnqueueRequestForObject[*sandboxv1.DockerHost]{})).
-		WithOptions(kit.Paced(controller.Options{MaxConcurrentReconciles: 4, NeedLeaderElection: ptr.To(r.Fleet.Manager() == "")})).
+		WithOptions(kit.Paced(mgr, controller.Options{MaxConcurrentReconciles: 4, NeedLeaderElection: ptr.To(r.Fleet.Manager() == "")})).
 		Complete(r)
 }

@@ -166,7 +166,7 @@ func (pl *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&sandboxv1.DockerHost{}, handler.EnqueueRequestsFromMapFunc(pl.unboundSandboxes), builder.WithPredicates(mayFitMore())).
 		// A SandboxPolicy changed may allow more hosts.
 		Watches(&sandboxv1.SandboxPolicy{}, handler.EnqueueRequestsFromMapFunc(pl.unboundSandboxes)).
-		WithOptions(kit.Paced(controller.Options{MaxConcurrentReconciles: max(pl.Workers, 1)})).
+		WithOptions(kit.Paced(mgr, controller.Options{MaxConcurrentReconciles: max(pl.Workers, 1)})).
 		Complete(pl)
 }
 

@@ -54,7 +54,7 @@ func (pp PoolReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		For(&sandboxv1.SandboxPool{}, builder.WithPredicates(unbound)).
 		Watches(&sandboxv1.DockerHost{}, handler.EnqueueRequestsFromMapFunc(pp.unboundPools), builder.WithPredicates(mayFitMore())).
 		Watches(&sandboxv1.SandboxPolicy{}, handler.EnqueueRequestsFromMapFunc(pp.unboundPools)).
-		WithOptions(kit.Paced(controller.Options{})).
+		WithOptions(kit.Paced(mgr, controller.Options{})).
 		Complete(pp)
 }
 

@@ -140,7 +140,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		For(&sandboxv1.SandboxQuota{}).
 		Watches(&sandboxv1.Sandbox{}, handler.EnqueueRequestsFromMapFunc(r.quotasOf), builder.WithPredicates(freed)).
 		Watches(&sandboxv1.SandboxPool{}, handler.EnqueueRequestsFromMapFunc(r.quotasOf), builder.WithPredicates(freed)).
-		WithOptions(kit.Paced(controller.Options{})).
+		WithOptions(kit.Paced(mgr, controller.Options{})).
 		Complete(r)
 }
 

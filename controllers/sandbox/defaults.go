@@ -16,9 +16,6 @@ func (r *Reconciler) defaults(mgr ctrl.Manager) error {
 		r.Driver = r.own.wrap(r.Driver)
 	}
 	r.recalls = newRecalls()
-	if r.Live == nil {
-		r.Live = kit.NewPasses()
-	}
 	if r.PoolKeys == nil {
 		r.PoolKeys = poolkey.New(mgr.GetClient(), mgr.GetAPIReader(), mgr.GetScheme())
 	}

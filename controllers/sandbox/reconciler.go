@@ -18,7 +18,6 @@ import (
 	dd "github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver"
 	"github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver/eventhub"
 	"github.com/roboco-sandbox/sandbox-controller/internal/host"
-	"github.com/roboco-sandbox/sandbox-controller/internal/kit"
 	"github.com/roboco-sandbox/sandbox-controller/internal/lease"
 	"github.com/roboco-sandbox/sandbox-controller/internal/options"
 	"github.com/roboco-sandbox/sandbox-controller/internal/poolkey"
@@ -40,8 +39,6 @@ type Reconciler struct {
 	// Scope is the DockerHost this reconciler drives: it sees only the
 	// Sandboxes bound to it (spec.dockerHost), and acts while this replica holds it.
 	Scope lease.Scope
-	// Live tracks the passes in flight for the liveness check (one per manager).
-	Live *kit.Passes
 
 	// Events is the Docker host's event stream, and identity proves which host it
 	// is; both shared with the sweep.

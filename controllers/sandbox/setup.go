@@ -74,10 +74,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 				q.Add(req)
 			}
 		}}).
-		WithOptions(kit.Paced(r.Scope.Options(r.MaxConcurrentReconciles))).
+		WithOptions(kit.Paced(mgr, r.Scope.Options(r.MaxConcurrentReconciles))).
 		WithLogConstructor(lease.HostLogger(mgr, "sandbox", r.Scope.Name)).
 		Named("sandbox").
-		Complete(r.Live.Wrap(kit.Observed(r, r.Observe)))
+		Complete(kit.Observed(r, r.Observe))
 }
 
 // setupDockerWatch adds the Docker event watch of the reconciler's host to the manager.

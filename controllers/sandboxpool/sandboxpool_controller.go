@@ -259,7 +259,7 @@ func (p *Reconciler) SetupWithManager(mgr ctrl.Manager, refills int) error {
 		WatchesRawSource(source.Channel(p.requeue, &handler.TypedEnqueueRequestForObject[*sandboxv1.SandboxPool]{})).
 		// What waits on a policy, this host, a quota or an init ConfigMap.
 		WatchesRawSource(admission.Waiters{Reader: p.Client, Host: p.Scope.Name, Kind: admission.KindPool}.Watches(mgr.GetCache())).
-		WithOptions(kit.Paced(p.Scope.Options(2))).
+		WithOptions(kit.Paced(mgr, p.Scope.Options(2))).
 		WithLogConstructor(lease.HostLogger(mgr, "sandboxpool", p.Scope.Name)).
 		Named("sandboxpool").
 		Complete(p)

@@ -60,12 +60,12 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 			})).
 		WatchesRawSource(source.Func(r.startTriggers)).
 		WithLogConstructor(lease.HostLogger(mgr, "sandbox-sweep", r.Scope.Name)).
-		WithOptions(controller.Options{
+		WithOptions(kit.Watched(mgr, controller.Options{
 			SkipNameValidation:      ptr.To(true),
 			NeedLeaderElection:      ptr.To(r.Scope.LeaderOnly),
 			MaxConcurrentReconciles: 1,
 			RateLimiter:             workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](time.Second, r.Options.SweepInterval),
-		}).
+		})).
 		Complete(r)
 }
 

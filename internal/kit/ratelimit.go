@@ -6,6 +6,7 @@ import (
 	"golang.org/x/time/rate"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
@@ -28,9 +29,10 @@ func RateLimiter() workqueue.TypedRateLimiter[reconcile.Request] {
 	)
 }
 
-// Paced is o with RateLimiter: every controller of the manager but the sweep
-// (which paces itself by its interval) builds its options through it.
-func Paced(o controller.Options) controller.Options {
+// Paced is o with RateLimiter and its queue Watched: every controller of the
+// manager but the sweep (which paces itself by its interval) and the strays'
+// builds its options through it.
+func Paced(mgr manager.Manager, o controller.Options) controller.Options {
 	o.RateLimiter = RateLimiter()
-	return o
+	return Watched(mgr, o)
 }
