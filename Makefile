@@ -93,6 +93,11 @@ test: verify-generated verify-tidy vet lint images ## Run every test suite (buil
 	hack/build-tool.sh helm helm.sh/helm/v4 helm.sh/helm/v4/cmd/helm >/dev/null
 	cd api && go test $(GO_TEST_FLAGS) ./...
 	CHAOS_CYCLES=$(CHAOS_SHORT_CYCLES) KUBEBUILDER_ASSETS="$$(hack/build-envtest.sh)" go test $(GO_TEST_FLAGS) ./...
+	hack/planted.sh
+
+.PHONY: test-planted
+test-planted: ## Show the controller specs can fail: each bug planted in a chaos_plant build (hack/planted.sh) must fail its spec, naming what it broke.
+	hack/planted.sh
 
 # The controller suites alone, the inner loop before `make test`: each reconciler
 # package (controllers/sandbox, sandboxpool, sweep) and the face (controllers/) runs

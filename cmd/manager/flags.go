@@ -16,6 +16,7 @@ import (
 	"github.com/roboco-sandbox/sandbox-controller/controllers"
 	dd "github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver"
 	"github.com/roboco-sandbox/sandbox-controller/internal/engine"
+	"github.com/roboco-sandbox/sandbox-controller/internal/lanes"
 )
 
 // defaultDockerHost is where Docker listens when DOCKER_HOST is unset.
@@ -139,6 +140,11 @@ func (f *flags) addDockerFlags(s *settings, env func(string) string) {
 	fs.DurationVar(&s.options.InitMaxTimeout, "init-max-timeout", s.options.InitMaxTimeout,
 		"The longest total time a service's seed may ask for (spec.services[].init.timeout, whose default is 10m or this when lower); "+
 			"a longer one fails the service with InitFailed, naming this flag.")
+	fs.IntVar(&s.options.SeedLanes, lanes.PerHostFlag, lanes.DefaultPerHost,
+		"The most seeds (init scripts) running at once on one Docker host; more wait, their status saying where, namespaces taking turns. "+
+			"Data operations and rotations never wait for a lane.")
+	fs.IntVar(&s.options.SeedLanesPerNamespace, lanes.PerNamespaceFlag, lanes.DefaultPerNamespace,
+		"The most seeds one namespace runs at once on one Docker host (at most --"+lanes.PerHostFlag+").")
 }
 
 // addImageFlags adds a pair of image flags per engine of the registry (one when

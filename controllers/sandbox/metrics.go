@@ -8,6 +8,7 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	dd "github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver"
+	"github.com/roboco-sandbox/sandbox-controller/internal/host"
 )
 
 // metrics live on controller-runtime's registry, so the manager's /metrics serves
@@ -61,7 +62,11 @@ var sandboxMetrics = &metrics{
 func init() {
 	ctrlmetrics.Registry.MustRegister(sandboxMetrics.timeToReady, sandboxMetrics.pullSeconds,
 		sandboxMetrics.probeAttempts, sandboxMetrics.failures, sandboxMetrics.ownerGoneDeletions,
-		sandboxMetrics.claims, sandboxMetrics.claimSeconds)
+		sandboxMetrics.claims, sandboxMetrics.claimSeconds,
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "sandbox_steps_awaited_total",
+			Help: "Times a pass read a container step's state (a seed's) again in one call, waiting on it: 0 unless a bug holds workers on steps.",
+		}, func() float64 { return float64(host.StepsAwaited()) }))
 }
 
 func (m *metrics) observePull(d time.Duration, err error) {

@@ -43,7 +43,7 @@ func (r *Reconciler) probeService(ctx context.Context, w serviceWork, c dd.Conta
 	}
 	// Note: a claimed member was seeded by its pool (its class includes the scripts).
 	if len(w.svc.Init) > 0 && !alreadyAnswered && !claimed {
-		if seed := r.Host.Seed(ctx, w.svc, c, addr); seed.CutShort {
+		if seed := r.Host.Seed(ctx, w.svc, c, addr, r.seedLane(w.sb, e.Name())); seed.CutShort {
 			return r.reseed(ctx, w, c, seed.Failed, res)
 		} else if seed.Failed != "" {
 			res.probes = part{reason: sandboxv1.ReasonInitFailed, message: fmt.Sprintf(

@@ -161,6 +161,7 @@ func (r *Reconciler) removeDropped(ctx context.Context, sb *sandboxv1.Sandbox, s
 				continue
 			}
 			r.recalls.asideGone(sb, c.ID)
+			r.Host.ReleaseSeedLane(r.seedLane(sb, name))
 			r.Recorder.Eventf(sb, nil, corev1.EventTypeNormal, sandboxv1.EventServiceRemoved, sandboxv1.ActionTeardown,
 				"removed %s: %s is no longer in spec.services", c.Name, name)
 		}

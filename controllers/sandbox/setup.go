@@ -35,7 +35,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	r.requeue = make(chan event.TypedGenericEvent[*sandboxv1.Sandbox], 1024)
 	pulls := host.NewPulls(r.Driver, r.wake, sandboxMetrics.observePull)
-	r.Host = host.New(r.Driver, r.Options.StopTimeout, pulls)
+	perHost, perNamespace := r.Options.SeedLaneCaps()
+	r.Host = host.New(r.Driver, r.Options.StopTimeout, pulls, host.WithSeedLanes(host.SeedLanes{PerHost: perHost, PerNamespace: perNamespace}))
+	r.Host.OnLaneGranted(laneKind, r.poke)
 	if err := mgr.Add(r.Scope.Runnable(func(ctx context.Context) error {
 		pulls.Start(ctx)
 		r.secrets.start(ctx)

@@ -125,6 +125,7 @@ func (p *Reconciler) removeUnwanted(ctx context.Context, pool *sandboxv1.Sandbox
 		if err := p.Host.Remove(ctx, u.c.ID); err != nil {
 			return fmt.Errorf("removing member %s: %w", u.c.Name, err)
 		}
+		p.Host.ReleaseSeedLane(seedLane(p.Host, u.c))
 		if reason := p.startFailureOf(u); reason != "" {
 			p.startFailed(pool.UID, reason, fmt.Sprintf("member %s: %s", u.c.Name, u.why))
 		}
@@ -152,6 +153,7 @@ func (p *Reconciler) probeStarting(ctx context.Context, class host.Service, key 
 			case m.initFailed != "":
 				// Note: its data is half-seeded; the next member tries again, after the backoff.
 				_ = p.Host.Remove(ctx, c.ID)
+				p.Host.ReleaseSeedLane(seedLane(p.Host, c))
 				p.startFailed(types.UID(c.Labels[host.LabelPoolUID]), sandboxv1.ReasonInitFailed,
 					fmt.Sprintf("member %s: %s init script %s", c.Name, class.Engine.Name(), m.initFailed))
 			}
@@ -195,7 +197,7 @@ func (p *Reconciler) probeMember(ctx context.Context, class host.Service, key []
 		return memberProbe{}
 	}
 	if len(svc.Init) > 0 {
-		seed := p.Host.Seed(ctx, svc, full, addr)
+		seed := p.Host.Seed(ctx, svc, full, addr, seedLane(p.Host, c))
 		if seed.Failed != "" {
 			return memberProbe{initFailed: seed.Failed + map[bool]string{true: " (on a member whose earlier run was cut short)"}[seed.CutShort]}
 		}
@@ -208,6 +210,14 @@ func (p *Reconciler) probeMember(ctx context.Context, class host.Service, key []
 		return memberProbe{}
 	}
 	return memberProbe{addr: addr, ok: true}
+}
+
+// laneKind names a pool's member seeds at the host's lane gate.
+const laneKind = "SandboxPool"
+
+// seedLane is the lane of member c's seed: one per member, its pool's.
+func seedLane(h *host.Host, c dd.ContainerSummary) host.Lane {
+	return h.SeedLane(laneKind, c.Labels[host.LabelNamespace], c.Labels[host.LabelPool], c.Labels[host.LabelPoolUID], c.ID)
 }
 
 // readyMember is a member that answered: when, and at which address.

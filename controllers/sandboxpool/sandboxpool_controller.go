@@ -208,6 +208,7 @@ func (p *Reconciler) reconcileDelete(ctx context.Context, pool *sandboxv1.Sandbo
 		}
 	}
 	p.Host.Warm().Forget(string(pool.UID), nil)
+	p.Host.ReleaseSeedLanes(laneKind, pool.Namespace, pool.Name, string(pool.UID))
 	p.Keys.Forget(pool.UID)
 	if err := quota.Release(ctx, p.Client, p.API, pool.Namespace, pool.UID); err != nil {
 		return ctrl.Result{}, err
@@ -254,6 +255,9 @@ func (p *Reconciler) SetupWithManager(mgr ctrl.Manager, refills int) error {
 	if p.API == nil {
 		p.API = mgr.GetAPIReader()
 	}
+	p.Host.OnLaneGranted(laneKind, func(namespace, name string) {
+		p.Poke(types.NamespacedName{Namespace: namespace, Name: name})
+	})
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&sandboxv1.SandboxPool{}, builder.WithPredicates(index.BoundToHost(p.Scope.Name))).
 		WatchesRawSource(source.Channel(p.requeue, &handler.TypedEnqueueRequestForObject[*sandboxv1.SandboxPool]{})).

@@ -25,6 +25,9 @@ const (
 	// (warm offers, probes, recent claims) when it gives the host's Lease up,
 	// and finds it as it left it when the Lease comes back.
 	WarmKeptOnLeaseLoss = "warm-kept-on-lease-loss"
+	// StepAwaited: a pass waits for a container step (a seed) to end instead
+	// of starting it and returning; host.StepsAwaited counts it.
+	StepAwaited = "step-awaited"
 )
 
 // Env is the variable a chaos_plant build reads the planted bug's name from.

@@ -14,6 +14,7 @@ import (
 	dd "github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver"
 	"github.com/roboco-sandbox/sandbox-controller/internal/engine"
 	"github.com/roboco-sandbox/sandbox-controller/internal/host/step"
+	"github.com/roboco-sandbox/sandbox-controller/internal/lanes"
 )
 
 // Host drives the services of one Docker host.
@@ -26,14 +27,29 @@ type Host struct {
 	data        dataExecs
 	steps       *step.Runner
 	started     started
+	lanes       *lanes.Gate
+	wakers      laneWakers
 }
 
 // New is the layer for the Docker host behind driver. stopTimeout is how long a
 // container gets between SIGTERM and SIGKILL when removed; pulls runs the image
-// pulls off the callers' goroutines.
-func New(driver dd.Driver, stopTimeout time.Duration, pulls *Pulls) *Host {
-	return &Host{driver: driver, stopTimeout: stopTimeout, pulls: pulls, warm: NewWarm(), steps: step.New(driver, InlineStepWait)}
+// pulls off the callers' goroutines. Seeds are admitted by lanes: the
+// defaults of internal/lanes, or WithSeedLanes'.
+func New(driver dd.Driver, stopTimeout time.Duration, pulls *Pulls, opts ...Option) *Host {
+	h := &Host{driver: driver, stopTimeout: stopTimeout, pulls: pulls, warm: NewWarm(), steps: step.New(driver, InlineStepWait)}
+	seeds := SeedLanes{PerHost: lanes.DefaultPerHost, PerNamespace: lanes.DefaultPerNamespace}
+	for _, o := range opts {
+		o(&seeds)
+	}
+	h.lanes = newGate(seeds, &h.wakers)
+	return h
 }
+
+// Option sets what New does not take as an argument.
+type Option func(*SeedLanes)
+
+// WithSeedLanes sets the caps of the host's seed lanes.
+func WithSeedLanes(s SeedLanes) Option { return func(to *SeedLanes) { *to = s } }
 
 // Warm is the host's index of claimable pool members.
 func (h *Host) Warm() *Warm { return h.warm }

@@ -61,10 +61,11 @@ func (h *Host) Activate(ctx context.Context, svc Service, c dd.Container, addr s
 
 // Seeding is where a service's seed is.
 type Seeding struct {
-	// Running: the scripts run; Progress says which, for how long.
+	// Running: the scripts run, or wait for a lane; Progress says which
+	// script and for how long, or where it waits.
 	Running  bool
 	Progress string
-	// Poll is when to look again while it runs (see Poll).
+	// Poll is when to look again while it runs (see Poll, LaneWait).
 	Poll time.Duration
 	// Failed is the failing key and its first error line; CutShort says an
 	// earlier run on the container ended unfinished (cancelled, killed with
@@ -73,17 +74,43 @@ type Seeding struct {
 	CutShort bool
 }
 
-// Seed starts the service's init scripts on c, once per container, as a step
-// beside the pass, or observes them: a pass calls it until it answers a seed
-// that is not Running.
-func (h *Host) Seed(ctx context.Context, svc Service, c dd.Container, addr string) Seeding {
-	es := engine.Seed(svc.Engine, svc.Password, addr, svc.Init, svc.InitPerScript, svc.InitTimeout)
-	st, err := h.runStep(ctx, c, "seed", es)
+// Seed starts the service's init scripts on c once it has a lane, once per
+// container, as a step beside the pass, or observes them: a pass calls it
+// until it answers a seed that is not Running. A seed found running (its
+// manager restarted) holds its lane whatever the caps; an ended one gives
+// its lane back.
+func (h *Host) Seed(ctx context.Context, svc Service, c dd.Container, addr string, lane Lane) Seeding {
+	s := stepOf("seed", engine.Seed(svc.Engine, svc.Password, addr, svc.Init, svc.InitPerScript, svc.InitTimeout))
+	if key := s.Key(); !h.started.has(c.ID, key) {
+		st, err := h.steps.Observe(ctx, c.ID, key)
+		switch {
+		case err != nil:
+			return Seeding{Failed: fmt.Sprintf("running the init scripts: %v", err)}
+		case st.Phase == step.Running: // its manager restarted
+			lane.hold()
+			h.started.add(c.ID, key)
+			return seeding(st, nil, len(svc.Init))
+		case st.Ended():
+			lane.release()
+			return seeding(st, nil, len(svc.Init))
+		}
+		if t := lane.acquire(); !t.Granted {
+			return Seeding{Running: true, Progress: t.String(), Poll: LaneWait}
+		}
+	}
+	st, err := h.runStep(ctx, c, s)
+	if err == nil && st.Ended() {
+		lane.release()
+	}
+	return seeding(st, err, len(svc.Init))
+}
+
+func seeding(st step.State, err error, scripts int) Seeding {
 	switch {
 	case err != nil:
 		return Seeding{Failed: fmt.Sprintf("running the init scripts: %v", err)}
 	case st.Phase == step.Running:
-		return Seeding{Running: true, Progress: seedProgress(st, len(svc.Init)), Poll: Poll(st.Elapsed)}
+		return Seeding{Running: true, Progress: seedProgress(st, scripts), Poll: Poll(st.Elapsed)}
 	case st.Phase == step.Done:
 		return Seeding{}
 	case st.Phase == step.Failed && st.ExitCode == 1:

@@ -4,10 +4,12 @@ import (
 	"context"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	dd "github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver"
 	"github.com/roboco-sandbox/sandbox-controller/internal/engine"
+	"github.com/roboco-sandbox/sandbox-controller/internal/chaosplant"
 	"github.com/roboco-sandbox/sandbox-controller/internal/host/step"
 )
 
@@ -62,22 +64,43 @@ func (s *started) forget(id string) {
 	delete(s.keys, id)
 }
 
-// runStep starts engine step es on c as the detached step id, or observes it
-// once started: a pass calls it on every pass until the state it answers has
-// ended. The step is killed at es.Timeout (0: no bound of its own).
-func (h *Host) runStep(ctx context.Context, c dd.Container, id string, es engine.Step) (step.State, error) {
+// stepOf is engine step es as the detached step id, killed at es.Timeout (0:
+// no bound of its own).
+func stepOf(id string, es engine.Step) step.Step {
 	s := step.Step{ID: id, Argv: es.Argv, Env: es.Env}
 	if es.Timeout > 0 {
 		secs := strconv.Itoa(max(1, int(es.Timeout.Seconds())))
 		s.Argv = append([]string{"timeout", "-s", "KILL", secs}, es.Argv...)
 	}
+	return s
+}
+
+// runStep starts s on c, or observes it once started: a pass calls it on
+// every pass until the state it answers has ended. It reads the step's state
+// once: a call that read it again would be waiting on it (StepsAwaited).
+func (h *Host) runStep(ctx context.Context, c dd.Container, s step.Step) (step.State, error) {
 	key := s.Key()
-	if h.started.has(c.ID, key) {
-		return h.steps.Observe(ctx, c.ID, key)
+	read := h.steps.Observe
+	if !h.started.has(c.ID, key) {
+		read = func(ctx context.Context, id string, _ step.Key) (step.State, error) { return h.steps.Start(ctx, id, s) }
 	}
-	st, err := h.steps.Start(ctx, c.ID, s)
+	st, err := read(ctx, c.ID, key)
 	if err == nil {
 		h.started.add(c.ID, key)
 	}
+	for reads := 1; err == nil && !st.Ended() && chaosplant.Active(chaosplant.StepAwaited); reads++ {
+		stepsAwaited.Add(1)
+		time.Sleep(200 * time.Millisecond)
+		st, err = h.steps.Observe(ctx, c.ID, key)
+	}
 	return st, err
 }
+
+// stepsAwaited counts the reads of a step's state beyond the first in one
+// call: a pass that waited on a container step.
+var stepsAwaited atomic.Uint64
+
+// StepsAwaited is how many times a pass read a container step's state again
+// in one call, waiting on it: 0 unless a bug holds a worker on a step (the
+// planted chaosplant.StepAwaited).
+func StepsAwaited() uint64 { return stepsAwaited.Load() }

@@ -1,6 +1,11 @@
 package options
 
-import "time"
+import (
+	"cmp"
+	"time"
+
+	"github.com/roboco-sandbox/sandbox-controller/internal/lanes"
+)
 
 // DefaultInitTimeout is a seed's total time when its service sets no
 // init.timeout (capped by InitMaxTimeout).
@@ -51,7 +56,20 @@ func (o Options) validateInit(bad func(format string, args ...any)) {
 	if o.InitMaxScripts < 0 {
 		bad("--init-max-scripts must be at least 1, such as 64, not %d", o.InitMaxScripts)
 	}
+	if o.SeedLanes < 0 || o.SeedLanesPerNamespace < 0 {
+		bad("--%s and --%s must be at least 1, not %d and %d", lanes.PerHostFlag, lanes.PerNamespaceFlag, o.SeedLanes, o.SeedLanesPerNamespace)
+	} else if err := lanes.Validate(o.SeedLaneCaps()); err != nil {
+		bad("%v", err)
+	}
 	if o.InitMaxTimeout < 0 {
 		bad("--init-max-timeout must be a positive duration such as 30m, not %s", o.InitMaxTimeout)
 	}
+}
+
+// SeedLaneCaps are the seed lanes of a Docker host and of one namespace
+// there, defaults filled in (a per-namespace default above the host's is the
+// host's).
+func (o Options) SeedLaneCaps() (perHost, perNamespace int) {
+	perHost = cmp.Or(o.SeedLanes, lanes.DefaultPerHost)
+	return perHost, cmp.Or(o.SeedLanesPerNamespace, min(lanes.DefaultPerNamespace, perHost))
 }

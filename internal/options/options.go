@@ -87,6 +87,11 @@ type Options struct {
 	InitMaxBytes      int64
 	InitMaxScripts    int
 	InitMaxTimeout    time.Duration
+	// SeedLanes bounds the seeds running at once on a Docker host, and
+	// SeedLanesPerNamespace those of one namespace there (0: the defaults of
+	// internal/lanes, 4 and 2); waiting namespaces take turns.
+	SeedLanes             int
+	SeedLanesPerNamespace int
 }
 
 // DefaultOptions are the manager's defaults.
