@@ -1,6 +1,7 @@
 package controllertest
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -42,8 +43,21 @@ type simStep struct {
 	id    string
 	argv  []string
 	files int // a seed's scripts, for its progress
-	runs  time.Duration
-	res   dd.ExecResult
+	// runs is how long it takes (fake.Forever: until ended), bound when it
+	// is killed (0: never).
+	runs, bound time.Duration
+	res         dd.ExecResult
+}
+
+// end is how long after its start st ends by itself (0: never).
+func (st *simStep) end() time.Duration {
+	switch {
+	case st.bound > 0 && (st.runs == fake.Forever || st.runs > st.bound):
+		return st.bound
+	case st.runs == fake.Forever:
+		return 0
+	}
+	return max(st.runs, time.Nanosecond)
 }
 
 // SlowSteps makes steps slow; clear undoes it (steps already started keep
@@ -128,15 +142,11 @@ func (s *EngineSim) startStep(ctx context.Context, c dd.Container, req step.Requ
 	argv, timeout := unwrapTimeout(req.Argv)
 	id := string(req.Key[:strings.LastIndex(string(req.Key), "-")])
 	runs := s.stepsState.slowFor(c, id)
-	res := dd.ExecResult{ExitCode: 137} // killed at its bound
-	if killed := timeout > 0 && (runs == fake.Forever || runs > timeout); killed {
-		runs = timeout
-	} else if r, err := s.Exec(ctx, c.ID, dd.ExecSpec{Cmd: argv, Env: env, Timeout: max(timeout, time.Minute)}); err != nil {
+	res, err := s.Exec(ctx, c.ID, dd.ExecSpec{Cmd: argv, Env: env, Timeout: max(timeout, time.Minute)})
+	if err != nil {
 		res = dd.ExecResult{ExitCode: 1, Stderr: err.Error()}
-	} else {
-		res = r
 	}
-	st := &simStep{Simulated: step.Simulated{Started: time.Now()}, id: id, argv: argv, runs: runs, res: res, files: seedFiles(argv)}
+	st := &simStep{Simulated: step.Simulated{Started: time.Now()}, id: id, argv: argv, runs: runs, bound: timeout, res: res, files: seedFiles(argv)}
 	s.stepsState.mu.Lock()
 	if s.stepsState.steps == nil {
 		s.stepsState.steps, s.stepsState.starts = map[string]map[step.Key]*simStep{}, map[string]int{}
@@ -147,8 +157,8 @@ func (s *EngineSim) startStep(ctx context.Context, c dd.Container, req step.Requ
 	s.stepsState.steps[c.ID][req.Key] = st
 	s.stepsState.starts[id]++
 	s.stepsState.mu.Unlock()
-	if runs != fake.Forever {
-		time.AfterFunc(runs, func() { s.ExecDied(c.ID, step.RunnerExit) })
+	if end := st.end(); end > 0 {
+		time.AfterFunc(end, func() { s.ExecDied(c.ID, step.RunnerExit) })
 	}
 }
 
@@ -182,21 +192,26 @@ func seedFiles(argv []string) int {
 
 // due says st's time is up at now.
 func (st *simStep) due(now time.Time) bool {
-	return st.runs != fake.Forever && !now.Before(st.Started.Add(st.runs))
+	end := st.end()
+	return end > 0 && !now.Before(st.Started.Add(end))
 }
 
-// settle ends st once its time is up; a running seed says which script runs.
+// settle ends st once its time is up (killed, 137, at its bound); a running
+// seed says which script runs.
 func (st *simStep) settle(now time.Time) {
 	if !st.Ended.IsZero() {
 		return
 	}
 	if st.due(now) {
-		st.Ended, st.ExitCode = st.Started.Add(st.runs), st.res.ExitCode
+		st.Ended, st.ExitCode = st.Started.Add(st.end()), st.res.ExitCode
 		st.Out = st.res.Stdout + st.res.Stderr
+		if st.end() == st.bound && st.runs != st.bound {
+			st.ExitCode, st.Out = 137, "Killed"
+		}
 		return
 	}
-	if st.files > 0 && st.runs > 0 {
-		per := st.runs / time.Duration(st.files)
+	if span := cmp.Or(st.end(), time.Hour); st.files > 0 {
+		per := span / time.Duration(st.files)
 		i := min(int(now.Sub(st.Started)/max(per, time.Nanosecond)), st.files-1)
 		st.Progress = fmt.Sprintf("%d of %d scripts, %s\n", i+1, st.files, st.argv[4+i])
 		st.Progressed = st.Started.Add(time.Duration(i) * per)
@@ -211,9 +226,9 @@ func (s *EngineSim) answerStep(ctx context.Context, id string, req step.Request)
 		return dd.ExecResult{}, err
 	}
 	st := s.stepsState.get(c.ID, req.Key)
-	if st != nil && req.Wait > 0 && st.runs != fake.Forever {
+	if end := st.endOrZero(); end > 0 && req.Wait > 0 {
 		// The inline wait: a step that ends within it is answered ended.
-		if left := time.Until(st.Started.Add(st.runs)); left > 0 && left <= req.Wait {
+		if left := time.Until(st.Started.Add(end)); left > 0 && left <= req.Wait {
 			time.Sleep(left)
 		}
 	}
@@ -239,8 +254,38 @@ func (s *EngineSim) answerStep(ctx context.Context, id string, req step.Request)
 	return dd.ExecResult{Stdout: step.Print(&st.Simulated, now)}, nil
 }
 
+func (st *simStep) endOrZero() time.Duration {
+	if st == nil {
+		return 0
+	}
+	return st.end()
+}
+
 func (st *simSteps) get(container string, k step.Key) *simStep {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	return st.steps[container][k]
+}
+
+// EndSteps ends the steps running in container (a name or ID) now, with the
+// result their command gave, as if their time were up.
+func (s *EngineSim) EndSteps(container string) {
+	c, ok := s.Peek(container)
+	if !ok {
+		return
+	}
+	s.stepsState.mu.Lock()
+	now := time.Now()
+	ended := 0
+	for _, st := range s.stepsState.steps[c.ID] {
+		if st.Ended.IsZero() && !st.due(now) {
+			st.runs, st.bound = max(now.Sub(st.Started), time.Nanosecond), 0
+			st.settle(now)
+			ended++
+		}
+	}
+	s.stepsState.mu.Unlock()
+	for range ended {
+		s.ExecDied(c.ID, step.RunnerExit)
+	}
 }

@@ -21,7 +21,9 @@ func (r *Reconciler) probeService(ctx context.Context, w serviceWork, c dd.Conta
 	e := w.svc.Engine
 	alreadyAnswered := w.prev.Ready && w.prev.ContainerID == c.ID
 	claimed := c.Labels[host.LabelPoolUID] != ""
-	if !alreadyAnswered {
+	// Note: a seed starts once the probe passed and the features verified.
+	underway := !alreadyAnswered && r.Host.SeedUnderway(w.svc, c, addr)
+	if !alreadyAnswered && !underway {
 		passed, detail := r.Host.Probe(ctx, w.svc, c, addr)
 		if !passed && claimed {
 			// A claim a crash cut short between its rename and its rotation.
@@ -33,7 +35,7 @@ func (r *Reconciler) probeService(ctx context.Context, w serviceWork, c dd.Conta
 		}
 	}
 	// Note: a claimed member's pool verified its features (they are its class).
-	featuresVerified := claimed || alreadyAnswered && slices.Equal(class.FeatureStrings(w.prev.Features), w.svc.Features)
+	featuresVerified := claimed || underway || alreadyAnswered && slices.Equal(class.FeatureStrings(w.prev.Features), w.svc.Features)
 	if len(w.svc.Features) > 0 && !featuresVerified {
 		if msg := r.Host.Activate(ctx, w.svc, c, addr); msg != "" {
 			res.probes = part{reason: sandboxv1.ReasonFeatureVerifyFailed,
@@ -51,7 +53,7 @@ func (r *Reconciler) probeService(ctx context.Context, w serviceWork, c dd.Conta
 			res.stalled = true
 			return res
 		} else if seed.Running {
-			res.probes = part{reason: sandboxv1.ReasonSeeding, message: fmt.Sprintf("Seeding %s: %s", e.Name(), seed.Progress)}
+			res.probes = part{reason: sandboxv1.ReasonSeeding, message: "Seeding: " + seed.Progress}
 			res.after(seed.Poll)
 			return res
 		}

@@ -25,7 +25,7 @@ func (p *Reconciler) create(ctx context.Context, pool *sandboxv1.SandboxPool, ke
 	if len(ms.ready) > 0 && p.Host.Warm().Claiming() || p.createWait(pool.UID) > 0 {
 		want = 0 // Note: its starting members are counted all the same.
 	}
-	errs := make([]error, p.refills.take(pool.UID, startingNow(ms.starting, time.Now()), want))
+	errs := make([]error, p.refills.take(pool.UID, startingNow(ms.starting, ms.seeding, time.Now()), want))
 	var wg sync.WaitGroup
 	for i := range errs {
 		wg.Go(func() {

@@ -22,6 +22,9 @@ import (
 // poolMembers is what a pass found of a pool's containers.
 type poolMembers struct {
 	ready, starting []dd.ContainerSummary // unclaimed, of the current class
+	// seeding are the starting members whose seed runs or waits: their
+	// start's burst is over, so they hold no refill slot.
+	seeding  map[string]bool
 	unwanted        []unwanted            // unclaimed, to remove
 	claimed         int                   // renamed to a Sandbox's service
 	missing         int                   // members to make
@@ -69,7 +72,8 @@ func (p *Reconciler) members(ctx context.Context, pool *sandboxv1.SandboxPool, c
 			ms.unwanted = append(ms.unwanted, unwanted{c: c, why: why})
 		case p.isReady(c.ID):
 			ms.ready = append(ms.ready, c)
-		case time.Since(c.CreatedAt) > class.ProbeDeadline:
+		case time.Since(c.CreatedAt) > class.ProbeDeadline && !p.Host.StepsUnderway(c.ID):
+			// Note: a member that seeds answered; its seed has its own bound.
 			ms.unwanted = append(ms.unwanted, unwanted{c: c, timedOut: true,
 				why: fmt.Sprintf("it did not answer (or verify its features) within its probe deadline of %s", class.ProbeDeadline)})
 		default:
@@ -139,14 +143,15 @@ func (p *Reconciler) removeUnwanted(ctx context.Context, pool *sandboxv1.Sandbox
 // features verify and seed ran) becomes ready. It answers when to look again:
 // soon (0: no member starts), later when every starting member seeds (a
 // seed's end wakes the pool).
-func (p *Reconciler) probeStarting(ctx context.Context, class host.Service, key []byte, ms poolMembers) time.Duration {
+func (p *Reconciler) probeStarting(ctx context.Context, class host.Service, key []byte, ms *poolMembers) time.Duration {
 	polls := make([]time.Duration, len(ms.starting))
+	seeding := make([]bool, len(ms.starting))
 	var wg sync.WaitGroup
 	for i, c := range ms.starting {
 		wg.Go(func() {
 			m := p.probeMember(ctx, class, key, c)
 			// Note: one that became ready is counted by the next pass.
-			polls[i] = cmp.Or(m.seedPoll, memberProbeInterval)
+			polls[i], seeding[i] = cmp.Or(m.seedPoll, memberProbeInterval), m.seedPoll > 0
 			switch {
 			case m.ok:
 				p.markReady(class, c, m.addr)
@@ -161,8 +166,12 @@ func (p *Reconciler) probeStarting(ctx context.Context, class host.Service, key 
 	}
 	wg.Wait()
 	next := time.Duration(0)
-	for _, d := range polls {
+	ms.seeding = map[string]bool{}
+	for i, d := range polls {
 		next = kit.Soonest(next, d)
+		if seeding[i] {
+			ms.seeding[ms.starting[i].ID] = true
+		}
 	}
 	return next
 }
@@ -190,11 +199,14 @@ func (p *Reconciler) probeMember(ctx context.Context, class host.Service, key []
 	}
 	svc := class
 	svc.Password = poolkey.DerivePassword(key, c.Labels[host.LabelMember])
-	if ok, _ := p.Host.Probe(ctx, svc, full, addr); !ok {
-		return memberProbe{}
-	}
-	if len(svc.Features) > 0 && p.Host.Activate(ctx, svc, full, addr) != "" {
-		return memberProbe{}
+	// Note: a seed starts once the probe passed and the features verified.
+	if !p.Host.SeedUnderway(svc, full, addr) {
+		if ok, _ := p.Host.Probe(ctx, svc, full, addr); !ok {
+			return memberProbe{}
+		}
+		if len(svc.Features) > 0 && p.Host.Activate(ctx, svc, full, addr) != "" {
+			return memberProbe{}
+		}
 	}
 	if len(svc.Init) > 0 {
 		seed := p.Host.Seed(ctx, svc, full, addr, seedLane(p.Host, c))

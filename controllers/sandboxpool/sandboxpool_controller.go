@@ -137,7 +137,7 @@ func (p *Reconciler) fill(ctx context.Context, pool *sandboxv1.SandboxPool) (ctr
 		poolDockerDown(pool, err)
 		return ctrl.Result{RequeueAfter: p.backoff(pool.UID)}, nil
 	}
-	probeAgain := p.probeStarting(ctx, class, key, ms)
+	probeAgain := p.probeStarting(ctx, class, key, &ms)
 	wanted := ms.missing
 	v, err := p.admit(ctx, pool, &ms)
 	if err != nil {

@@ -79,11 +79,12 @@ func (s *slots) forget(pool types.UID) {
 	delete(s.starting, pool)
 }
 
-// startingNow counts the starting members made less than slotHold ago.
-func startingNow(cs []dd.ContainerSummary, now time.Time) int {
+// startingNow counts the starting members made less than slotHold ago, but
+// those seeding (their start is over: their seed waits, or runs in its lane).
+func startingNow(cs []dd.ContainerSummary, seeding map[string]bool, now time.Time) int {
 	n := 0
 	for _, c := range cs {
-		if now.Sub(c.CreatedAt) < slotHold {
+		if now.Sub(c.CreatedAt) < slotHold && !seeding[c.ID] {
 			n++
 		}
 	}

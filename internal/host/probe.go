@@ -80,19 +80,23 @@ type Seeding struct {
 // manager restarted) holds its lane whatever the caps; an ended one gives
 // its lane back.
 func (h *Host) Seed(ctx context.Context, svc Service, c dd.Container, addr string, lane Lane) Seeding {
-	s := stepOf("seed", engine.Seed(svc.Engine, svc.Password, addr, svc.Init, svc.InitPerScript, svc.InitTimeout))
+	s := seedStep(svc, addr)
 	if key := s.Key(); !h.started.has(c.ID, key) {
-		st, err := h.steps.Observe(ctx, c.ID, key)
-		switch {
-		case err != nil:
-			return Seeding{Failed: fmt.Sprintf("running the init scripts: %v", err)}
-		case st.Phase == step.Running: // its manager restarted
-			lane.hold()
-			h.started.add(c.ID, key)
-			return seeding(st, nil, len(svc.Init))
-		case st.Ended():
-			lane.release()
-			return seeding(st, nil, len(svc.Init))
+		if !h.started.known(c.ID, key) {
+			st, err := h.steps.Observe(ctx, c.ID, key)
+			switch {
+			case err != nil:
+				return Seeding{Failed: fmt.Sprintf("running the init scripts: %v", err)}
+			case st.Phase == step.Running: // its manager restarted
+				lane.hold()
+				h.started.add(c.ID, key)
+				return seeding(st, nil, len(svc.Init))
+			case st.Ended():
+				lane.release()
+				h.started.add(c.ID, key)
+				return seeding(st, nil, len(svc.Init))
+			}
+			h.started.absent(c.ID, key)
 		}
 		if t := lane.acquire(); !t.Granted {
 			return Seeding{Running: true, Progress: t.String(), Poll: LaneWait}
@@ -103,6 +107,17 @@ func (h *Host) Seed(ctx context.Context, svc Service, c dd.Container, addr strin
 		lane.release()
 	}
 	return seeding(st, err, len(svc.Init))
+}
+
+// SeedUnderway says this manager started the service's seed on c, or found
+// it waiting for a lane: its probe passed and its features were verified
+// before, so a pass need not do them again while the seed runs or waits.
+func (h *Host) SeedUnderway(svc Service, c dd.Container, addr string) bool {
+	return len(svc.Init) > 0 && h.started.known(c.ID, seedStep(svc, addr).Key())
+}
+
+func seedStep(svc Service, addr string) step.Step {
+	return stepOf("seed", engine.Seed(svc.Engine, svc.Password, addr, svc.Init, svc.InitPerScript, svc.InitTimeout))
 }
 
 func seeding(st step.State, err error, scripts int) Seeding {

@@ -32,11 +32,14 @@ func StepEnded(ev dd.Event) bool {
 }
 
 // started remembers the steps this manager started, per container, so that
-// a later pass observes one (one exec) instead of starting it again (two). A
-// manager that forgot (restarted) starts it again: the container refuses a
-// key it has run, and answers its state. Entries go with their container.
+// a later pass observes one (one exec) instead of starting it again (two),
+// and the seeds it found absent (waiting for a lane), so that a later pass
+// need not look again. A manager that forgot (restarted) starts a step again:
+// the container refuses a key it has run, and answers its state. Entries go
+// with their container.
 type started struct {
-	mu   sync.Mutex
+	mu sync.Mutex
+	// keys: true for started, false for found absent.
 	keys map[string]map[step.Key]bool
 }
 
@@ -46,7 +49,26 @@ func (s *started) has(id string, k step.Key) bool {
 	return s.keys[id][k]
 }
 
-func (s *started) add(id string, k step.Key) {
+// known says the step was started, or found absent, by this manager.
+func (s *started) known(id string, k step.Key) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok := s.keys[id][k]
+	return ok
+}
+
+// any says this manager started a step on container id, or found one absent.
+func (s *started) any(id string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.keys[id]) > 0
+}
+
+func (s *started) add(id string, k step.Key) { s.set(id, k, true) }
+
+func (s *started) absent(id string, k step.Key) { s.set(id, k, false) }
+
+func (s *started) set(id string, k step.Key, started bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.keys == nil {
@@ -55,7 +77,7 @@ func (s *started) add(id string, k step.Key) {
 	if s.keys[id] == nil {
 		s.keys[id] = map[step.Key]bool{}
 	}
-	s.keys[id][k] = true
+	s.keys[id][k] = started
 }
 
 func (s *started) forget(id string) {
@@ -95,6 +117,10 @@ func (h *Host) runStep(ctx context.Context, c dd.Container, s step.Step) (step.S
 	}
 	return st, err
 }
+
+// StepsUnderway says this manager started a step (a seed) on container id,
+// or found one waiting for its lane: the container answered before it.
+func (h *Host) StepsUnderway(id string) bool { return h.started.any(id) }
 
 // stepsAwaited counts the reads of a step's state beyond the first in one
 // call: a pass that waited on a container step.
