@@ -32,6 +32,19 @@ func SeedConfigMap(ns, name string, scripts map[string]string) {
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Data: scripts})).To(gomega.Succeed())
 }
 
+// SleepScripts are n scripts of one pg_sleep(secs) each: the script of the
+// i-th (from 1) is key SleepScript(i).
+func SleepScripts(n, secs int) map[string]string {
+	out := map[string]string{}
+	for i := 1; i <= n; i++ {
+		out[SleepScript(i)] = fmt.Sprintf("SELECT pg_sleep(%d);", secs)
+	}
+	return out
+}
+
+// SleepScript is the key of the i-th of SleepScripts: 10-sleep.sql, 20-sleep.sql…
+func SleepScript(i int) string { return fmt.Sprintf("%02d-sleep.sql", 10*i) }
+
 // ContainerOf is the container ID a Sandbox's status gives its first service
 // ("" before it has one).
 func ContainerOf(sb *sandboxv1.Sandbox) string {
