@@ -42,8 +42,9 @@ func SleepScripts(n, secs int) map[string]string {
 	return out
 }
 
-// SleepScript is the key of the i-th of SleepScripts: 10-sleep.sql, 20-sleep.sql…
-func SleepScript(i int) string { return fmt.Sprintf("%02d-sleep.sql", 10*i) }
+// SleepScript is the key of the i-th of SleepScripts: 010-sleep.sql, 020-sleep.sql…
+// (three digits: the scripts run in the keys' lexical order).
+func SleepScript(i int) string { return fmt.Sprintf("%03d-sleep.sql", 10*i) }
 
 // ContainerOf is the container ID a Sandbox's status gives its first service
 // ("" before it has one).

@@ -45,7 +45,7 @@ var _ = Describe("Seeds on the real Docker engine", Label("docker"), func() {
 		for _, sb := range []*sandboxv1.Sandbox{doomed, neighbour} {
 			Eventually(ct.Condition(sb, sandboxv1.ConditionServicesReady), startWithin, 200*time.Millisecond).Should(Equal("False/Seeding"))
 			Expect(ct.ConditionOf(sb, sandboxv1.ConditionServicesReady).Message).To(
-				MatchRegexp(`Seeding postgres: 1 of 5 scripts, 10-sleep\.sql running`))
+				MatchRegexp(`Seeding postgres: 1 of 5 scripts, 010-sleep\.sql running`))
 			Eventually(ct.SleepingBackends(driver, sb), time.Minute).Should(Equal(1))
 		}
 		id, uid := ct.ContainerOf(doomed), string(ct.Get(doomed).UID)
