@@ -62,7 +62,7 @@ func seedKeepsLiveness(n, secs int, stuck time.Duration) {
 	Expect(ct.Condition(sb, sandboxv1.ConditionServicesReady)()).To(Equal("False/Seeding"), "the seed ended before the other was served")
 
 	By("the status naming the script that runs, until Ready")
-	progress := regexp.MustCompile(`Seeding postgres: (\d+) of ` + strconv.Itoa(n) + ` scripts, (\S+) running`)
+	progress := regexp.MustCompile(`Seeding: (\d+) of ` + strconv.Itoa(n) + ` scripts, (\S+) running`)
 	scripts := map[int]bool{}
 	Eventually(func() string {
 		got := ct.Get(sb)

@@ -45,7 +45,7 @@ var _ = Describe("Seeds on the real Docker engine", Label("docker"), func() {
 		for _, sb := range []*sandboxv1.Sandbox{doomed, neighbour} {
 			Eventually(ct.Condition(sb, sandboxv1.ConditionServicesReady), startWithin, 200*time.Millisecond).Should(Equal("False/Seeding"))
 			Expect(ct.ConditionOf(sb, sandboxv1.ConditionServicesReady).Message).To(
-				MatchRegexp(`Seeding postgres: 1 of 5 scripts, 010-sleep\.sql running`))
+				MatchRegexp(`Seeding: 1 of 5 scripts, 010-sleep\.sql running`))
 			Eventually(ct.SleepingBackends(driver, sb), time.Minute).Should(Equal(1))
 		}
 		id, uid := ct.ContainerOf(doomed), string(ct.Get(doomed).UID)
@@ -82,7 +82,7 @@ var _ = Describe("Seeds on the real Docker engine", Label("docker"), func() {
 		})
 		sb := ct.Seeded(ct.NewSandbox(ns, "rows", "rows-"+rd.RunID, "postgres"), "rows")
 		Expect(k8sClient.Create(ctx, sb)).To(Succeed())
-		running := MatchRegexp(`Seeding postgres: 2 of 2 scripts, 20-rows\.sql running`)
+		running := MatchRegexp(`Seeding: 2 of 2 scripts, 20-rows\.sql running`)
 		message := func() string {
 			return ct.ConditionOf(sb, sandboxv1.ConditionServicesReady).Reason + ": " +
 				ct.ConditionOf(sb, sandboxv1.ConditionServicesReady).Message
