@@ -6,6 +6,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
@@ -64,5 +65,23 @@ var _ = Describe("Seeds beside the pass (one worker)", func() {
 		// Note: the count, not the time it took, tells a pass that waited (hack/planted.sh).
 		Expect(host.StepsAwaited()-awaited).To(BeZero(), "a pass waited on a container step")
 		Expect(sim.StepsStarted("seed")).To(Equal(1))
+	})
+
+	It("enables features beside the pass: a step stuck on a lock says so and holds no worker", func() {
+		DeferCleanup(sim.SlowSteps(ct.SlowStep{ID: "features-0", For: fake.Forever}))
+		sb := ct.NewSandbox(ns, "featured", "stuck-features")
+		sb.Spec.Services = []sandboxv1.ServiceSpec{{Engine: "postgres", Features: []sandboxv1.Feature{"vector"}}}
+		Expect(k8sClient.Create(ctx, sb)).To(Succeed())
+		Eventually(func() string {
+			if c := meta.FindStatusCondition(ct.Get(sb).Status.Conditions, sandboxv1.ConditionServicesReady); c != nil {
+				return c.Message
+			}
+			return ""
+		}).Should(MatchRegexp(`activating postgres features vector: running`))
+		other := ct.NewSandbox(ns, "other", "beside-features", "redis")
+		Expect(k8sClient.Create(ctx, other)).To(Succeed())
+		Eventually(ct.Condition(other, sandboxv1.ConditionReady)).Should(Equal("True/Ready"))
+		ct.DeletedGoes(sb)
+		Expect(host.StepsAwaited()-awaited).To(BeZero(), "a pass waited on a container step")
 	})
 })

@@ -37,9 +37,13 @@ func (r *Reconciler) probeService(ctx context.Context, w serviceWork, c dd.Conta
 	// Note: a claimed member's pool verified its features (they are its class).
 	featuresVerified := claimed || underway || alreadyAnswered && slices.Equal(class.FeatureStrings(w.prev.Features), w.svc.Features)
 	if len(w.svc.Features) > 0 && !featuresVerified {
-		if msg := r.Host.Activate(ctx, w.svc, c, addr); msg != "" {
+		if act := r.Host.Activate(ctx, w.svc, c, addr); act.Running {
+			res.probes = part{reason: sandboxv1.ReasonProbing, message: act.Progress}
+			res.after(act.Poll)
+			return res
+		} else if act.Failed != "" {
 			res.probes = part{reason: sandboxv1.ReasonFeatureVerifyFailed,
-				message: fmt.Sprintf("%s; retrying in %s", msg, retryLater(ctx).Round(time.Second))}
+				message: fmt.Sprintf("%s; retrying in %s", act.Failed, retryLater(ctx).Round(time.Second))}
 			return res
 		}
 	}

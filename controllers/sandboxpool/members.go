@@ -204,8 +204,12 @@ func (p *Reconciler) probeMember(ctx context.Context, class host.Service, key []
 		if ok, _ := p.Host.Probe(ctx, svc, full, addr); !ok {
 			return memberProbe{}
 		}
-		if len(svc.Features) > 0 && p.Host.Activate(ctx, svc, full, addr) != "" {
-			return memberProbe{}
+		if len(svc.Features) > 0 {
+			if act := p.Host.Activate(ctx, svc, full, addr); act.Running {
+				return memberProbe{seedPoll: act.Poll}
+			} else if act.Failed != "" {
+				return memberProbe{}
+			}
 		}
 	}
 	if len(svc.Init) > 0 {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -27,36 +28,63 @@ func (h *Host) Probe(ctx context.Context, svc Service, c dd.Container, addr stri
 	return false, fmt.Sprintf("exit code %d: %s", out.ExitCode, LastLine(out.Stderr+"\n"+out.Stdout))
 }
 
-// Activate enables the service's features, then verifies them with the engine's
-// static query; it returns what went wrong, or "".
-func (h *Host) Activate(ctx context.Context, svc Service, c dd.Container, addr string) string {
+// Activation is where a service's features are.
+type Activation struct {
+	// Running: a step enabling them runs beside the pass (it may wait on a
+	// lock the tenant holds); Progress says for how long, Poll when to look
+	// again.
+	Running  bool
+	Progress string
+	Poll     time.Duration
+	// Failed is what went wrong ("": enabled and verified).
+	Failed string
+}
+
+// Activate enables the service's features, each engine step as a step beside
+// the pass (the inline wait answers a quick one at once), then verifies them
+// with the engine's static query, a short read.
+func (h *Host) Activate(ctx context.Context, svc Service, c dd.Container, addr string) Activation {
 	e := svc.Engine
 	steps, err := e.ActivateFeatures(svc.Password, addr, svc.Features)
 	if err != nil {
-		return err.Error()
+		return Activation{Failed: err.Error()}
 	}
-	for _, step := range steps {
-		out, err := h.exec(ctx, c, step)
-		if err != nil {
-			return fmt.Sprintf("activating %s features: %v", e.Name(), err)
+	keys := make([]step.Key, len(steps))
+	for i, es := range steps {
+		s := stepOf("features-"+strconv.Itoa(i), es)
+		keys[i] = s.Key()
+		st, err := h.runStep(ctx, c, s)
+		if err == nil && st.Ended() && st.Phase != step.Done {
+			h.retryStep(ctx, c, s.Key()) // its retry runs it again
 		}
-		if !step.Passed(out.ExitCode, out.Stdout) {
-			return fmt.Sprintf("activating %s features %s failed (exit code %d): %s", e.Name(),
-				strings.Join(svc.Features, ", "), out.ExitCode, LastLine(out.Stderr+"\n"+out.Stdout))
+		switch {
+		case err != nil:
+			return Activation{Failed: fmt.Sprintf("activating %s features: %v", e.Name(), err)}
+		case st.Phase == step.Running:
+			return Activation{Running: true, Poll: Poll(st.Elapsed),
+				Progress: fmt.Sprintf("activating %s features %s: running %s", e.Name(), strings.Join(svc.Features, ", "), st.Elapsed)}
+		case st.Phase != step.Done:
+			return Activation{Failed: fmt.Sprintf("activating %s features %s failed (exit code %d): %s", e.Name(),
+				strings.Join(svc.Features, ", "), st.ExitCode, st.Message)}
 		}
 	}
 	verify, parse := e.VerifyFeatures(svc.Password, addr)
 	out, err := h.exec(ctx, c, verify)
-	if err != nil {
-		return fmt.Sprintf("verifying %s features: %v", e.Name(), err)
+	if err != nil || out.ExitCode != 0 || len(engine.Missing(svc.Features, parse(out.Stdout))) > 0 {
+		for _, k := range keys {
+			h.retryStep(ctx, c, k) // the retry enables them again
+		}
 	}
-	if out.ExitCode != 0 {
-		return fmt.Sprintf("verifying %s features failed (exit code %d): %s", e.Name(), out.ExitCode, LastLine(out.Stderr+"\n"+out.Stdout))
+	switch {
+	case err != nil:
+		return Activation{Failed: fmt.Sprintf("verifying %s features: %v", e.Name(), err)}
+	case out.ExitCode != 0:
+		return Activation{Failed: fmt.Sprintf("verifying %s features failed (exit code %d): %s", e.Name(), out.ExitCode, LastLine(out.Stderr+"\n"+out.Stdout))}
 	}
 	if missing := engine.Missing(svc.Features, parse(out.Stdout)); len(missing) > 0 {
-		return fmt.Sprintf("%s features missing after activation: %s (image %s)", e.Name(), strings.Join(missing, ", "), svc.Image())
+		return Activation{Failed: fmt.Sprintf("%s features missing after activation: %s (image %s)", e.Name(), strings.Join(missing, ", "), svc.Image())}
 	}
-	return ""
+	return Activation{}
 }
 
 // Seeding is where a service's seed is.

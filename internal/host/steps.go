@@ -64,6 +64,12 @@ func (s *started) any(id string) bool {
 	return len(s.keys[id]) > 0
 }
 
+func (s *started) drop(id string, k step.Key) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.keys[id], k)
+}
+
 func (s *started) add(id string, k step.Key) { s.set(id, k, true) }
 
 func (s *started) absent(id string, k step.Key) { s.set(id, k, false) }
@@ -116,6 +122,14 @@ func (h *Host) runStep(ctx context.Context, c dd.Container, s step.Step) (step.S
 		st, err = h.steps.Observe(ctx, c.ID, key)
 	}
 	return st, err
+}
+
+// retryStep lets an ended step of c run again at its next call: the
+// container forgets it, and so does this manager.
+func (h *Host) retryStep(ctx context.Context, c dd.Container, key step.Key) {
+	if _, err := h.steps.Forget(ctx, c.ID, key); err == nil {
+		h.started.drop(c.ID, key)
+	}
 }
 
 // StepsUnderway says this manager started a step (a seed) on container id,
