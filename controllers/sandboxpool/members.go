@@ -25,10 +25,10 @@ type poolMembers struct {
 	// seeding are the starting members whose seed runs or waits: their
 	// start's burst is over, so they hold no refill slot.
 	seeding  map[string]bool
-	unwanted        []unwanted            // unclaimed, to remove
-	claimed         int                   // renamed to a Sandbox's service
-	missing         int                   // members to make
-	expires         time.Duration         // until the next member passes maxAge (0: none)
+	unwanted []unwanted    // unclaimed, to remove
+	claimed  int           // renamed to a Sandbox's service
+	missing  int           // members to make
+	expires  time.Duration // until the next member passes maxAge (0: none)
 }
 
 type unwanted struct {

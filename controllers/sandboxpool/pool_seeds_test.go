@@ -57,6 +57,6 @@ var _ = Describe("Seeded pool members", func() {
 		}
 		Eventually(ct.PoolCounts(seeded), 30*time.Second).Should(Equal([3]int64{3, 3, 0}), ct.PoolDescribe(seeded))
 		Expect(host.StepsStarted("seed")).To(Equal(3), "a member was seeded again, or replaced")
-		Expect(shost.StepsAwaited() - awaited).To(BeZero(), "a pass waited on a container step")
+		Expect(shost.StepsAwaited()-awaited).To(BeZero(), "a pass waited on a container step")
 	})
 })

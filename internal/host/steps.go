@@ -7,9 +7,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/roboco-sandbox/sandbox-controller/internal/chaosplant"
 	dd "github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver"
 	"github.com/roboco-sandbox/sandbox-controller/internal/engine"
-	"github.com/roboco-sandbox/sandbox-controller/internal/chaosplant"
 	"github.com/roboco-sandbox/sandbox-controller/internal/host/step"
 )
 
