@@ -62,6 +62,7 @@ func TestBenchSeedsRunning(t *testing.T) {
 		p.passes = passesSince(p.before, readPasses(t, metrics))
 		p.queue = readWork(t, metrics).since(p.work)
 		p.load = loadAvg()
+		b.releaseClaims(name, n)
 		return p
 	}
 	base1 := phase("base1", nil)
@@ -122,7 +123,9 @@ func settled(limit time.Duration) int {
 }
 
 // claimOnce claims a postgres+redis Sandbox from the pools, checks that both
-// services were claimed, deletes it, and returns its create → Ready.
+// services were claimed, and returns its create → Ready. It is kept until its
+// phase ends: the pools' status.claimed, the count of their claimed members,
+// tells a pass after each claim.
 func (b *poolBench) claimOnce(name string) time.Duration {
 	b.t.Helper()
 	took := b.createReady(b.sandbox(name, false))
@@ -136,8 +139,16 @@ func (b *poolBench) claimOnce(name string) time.Duration {
 			b.t.Fatalf("%s was not served from the %s pool (a miss): its claims are %v", name, e, sb.Object["status"].(map[string]any)["claims"])
 		}
 	}
-	b.deleteGone(name)
 	return took
+}
+
+// releaseClaims deletes the phase's n claimed Sandboxes (claimOnce's names).
+func (b *poolBench) releaseClaims(phase string, n int) {
+	b.t.Helper()
+	for i := range n {
+		b.deleteGone(fmt.Sprintf("%s-claim-%d", phase, i))
+		b.claimed--
+	}
 }
 
 // coldOnce makes a cold postgres+redis Sandbox, deletes it, and returns its
