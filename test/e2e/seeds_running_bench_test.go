@@ -62,7 +62,6 @@ func TestBenchSeedsRunning(t *testing.T) {
 		p.passes = passesSince(p.before, readPasses(t, metrics))
 		p.queue = readWork(t, metrics).since(p.work)
 		p.load = loadAvg()
-		b.releaseClaims(name, n)
 		return p
 	}
 	base1 := phase("base1", nil)
@@ -123,9 +122,9 @@ func settled(limit time.Duration) int {
 }
 
 // claimOnce claims a postgres+redis Sandbox from the pools, checks that both
-// services were claimed, and returns its create → Ready. It is kept until its
-// phase ends: the pools' status.claimed, the count of their claimed members,
-// tells a pass after each claim.
+// services were claimed, and returns its create → Ready. It is kept until the
+// end: the pools' status.claimed, the count of their claimed members, tells a
+// pass after each claim (a member's removal brings the pool no pass).
 func (b *poolBench) claimOnce(name string) time.Duration {
 	b.t.Helper()
 	took := b.createReady(b.sandbox(name, false))
@@ -140,15 +139,6 @@ func (b *poolBench) claimOnce(name string) time.Duration {
 		}
 	}
 	return took
-}
-
-// releaseClaims deletes the phase's n claimed Sandboxes (claimOnce's names).
-func (b *poolBench) releaseClaims(phase string, n int) {
-	b.t.Helper()
-	for i := range n {
-		b.deleteGone(fmt.Sprintf("%s-claim-%d", phase, i))
-		b.claimed--
-	}
 }
 
 // coldOnce makes a cold postgres+redis Sandbox, deletes it, and returns its
