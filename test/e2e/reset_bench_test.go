@@ -31,7 +31,7 @@ var benchFill = map[string][2]string{
 func TestBenchData(t *testing.T) {
 	testenv.BenchOnly(t)
 	n := benchCount("SANDBOX_BENCH_DATA", 20)
-	startManager(t)
+	metrics := startManagerWithMetrics(t)
 	b := newPoolBench(t, "bench-data", 2, "postgres", "redis")
 	t.Logf("load average at start: %s", loadAvg())
 	b.waitFull(5 * time.Minute)
@@ -54,6 +54,7 @@ func TestBenchData(t *testing.T) {
 	}
 	got := map[string][]time.Duration{}
 	var cold, pooled []time.Duration
+	passes := watchPasses(t, metrics)
 	for i := range n {
 		b.waitFull(3 * time.Minute) // Note: a pool's refill (initdb) is not measured beside the operations
 		for _, e := range []string{"postgres", "redis"} {
@@ -78,6 +79,7 @@ func TestBenchData(t *testing.T) {
 	}
 	t.Logf("  in the container (status durationMilliseconds, the last of each): %s", d.inside())
 	t.Logf("  beside them, a new postgres+redis Sandbox, create → watch sees Ready: from a pool %s; cold %s", stats(pooled), stats(cold))
+	passes.log("the operations and new Sandboxes")
 }
 
 type dataBench struct {
