@@ -39,6 +39,10 @@ type Step struct {
 	// one is its progress.
 	Argv []string
 	Env  map[string]string
+	// Supersedes: starting it cancels the steps of its ID still running in
+	// the container and removes those ended: one at a time, the latest wins
+	// (a data operation, whose new request replaces the one before).
+	Supersedes bool
 }
 
 // Key tells a step from any other: its ID and a hash of its command and
