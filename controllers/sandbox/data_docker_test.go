@@ -28,7 +28,7 @@ func psqlIn(driver dd.Driver, id, query string) string {
 // (the engine images have no ps; the listing's own shell is left out).
 func processesIn(driver dd.Driver, id, s string) func() int {
 	return func() int {
-		r, err := driver.Exec(ctx, id, dd.ExecSpec{Cmd: []string{"sh", "-c", `for p in /proc/[0-9]*; do tr '\0' ' ' < "$p/cmdline" 2>/dev/null; echo; done`}})
+		r, err := driver.Exec(ctx, id, dd.ExecSpec{Cmd: []string{"sh", "-c", `for p in /proc/[0-9]*; do tr '\0\n' '  ' < "$p/cmdline" 2>/dev/null; echo; done`}, OutputLimit: 4 << 20})
 		if err != nil {
 			return -1
 		}

@@ -23,7 +23,6 @@ type Host struct {
 	pulls       *Pulls
 	judged      judgements
 	warm        *Warm
-	data        dataExecs
 	steps       *step.Runner
 	started     started
 }

@@ -29,31 +29,42 @@ func StepEnded(ev dd.Event) bool {
 	return ev.Type == dd.EventExecDie && ev.ExitCode == step.RunnerExit
 }
 
-// started remembers the steps this manager started, per container, so that
-// a later pass observes one (one exec) instead of starting it again (two). A
-// manager that forgot (restarted) starts it again: the container refuses a
-// key it has run, and answers its state. Entries go with their container.
+// started remembers the steps this manager started, per container, and
+// when, so that a later pass observes one (one exec) instead of starting it
+// again (two). A manager that forgot (restarted) starts it again: the
+// container refuses a key it has run, and answers its state. Entries go with
+// their container.
 type started struct {
 	mu   sync.Mutex
-	keys map[string]map[step.Key]bool
+	keys map[string]map[step.Key]time.Time
 }
 
-func (s *started) has(id string, k step.Key) bool {
+// at is when this manager started step k in container id, if it did.
+func (s *started) at(id string, k step.Key) (time.Time, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.keys[id][k]
+	t, ok := s.keys[id][k]
+	return t, ok
 }
 
-func (s *started) add(id string, k step.Key) {
+func (s *started) add(id string, k step.Key, at time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.keys == nil {
-		s.keys = map[string]map[step.Key]bool{}
+		s.keys = map[string]map[step.Key]time.Time{}
 	}
 	if s.keys[id] == nil {
-		s.keys[id] = map[step.Key]bool{}
+		s.keys[id] = map[step.Key]time.Time{}
 	}
-	s.keys[id][k] = true
+	s.keys[id][k] = at
+}
+
+// drop forgets step k in container id: its end is recorded, or its state
+// is gone from the container.
+func (s *started) drop(id string, k step.Key) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.keys[id], k)
 }
 
 func (s *started) forget(id string) {
@@ -62,22 +73,28 @@ func (s *started) forget(id string) {
 	delete(s.keys, id)
 }
 
-// runStep starts engine step es on c as the detached step id, or observes it
-// once started: a pass calls it on every pass until the state it answers has
-// ended. The step is killed at es.Timeout (0: no bound of its own).
-func (h *Host) runStep(ctx context.Context, c dd.Container, id string, es engine.Step) (step.State, error) {
+// engineStep is engine step es as the step id, killed at es.Timeout (0: no
+// bound of its own).
+func engineStep(id string, es engine.Step) step.Step {
 	s := step.Step{ID: id, Argv: es.Argv, Env: es.Env}
 	if es.Timeout > 0 {
 		secs := strconv.Itoa(max(1, int(es.Timeout.Seconds())))
 		s.Argv = append([]string{"timeout", "-s", "KILL", secs}, es.Argv...)
 	}
+	return s
+}
+
+// runStep starts s on c, or observes it once started: a pass calls it on
+// every pass until the state it answers has ended.
+func (h *Host) runStep(ctx context.Context, c dd.Container, s step.Step) (step.State, error) {
 	key := s.Key()
-	if h.started.has(c.ID, key) {
+	if _, ok := h.started.at(c.ID, key); ok {
 		return h.steps.Observe(ctx, c.ID, key)
 	}
+	at := time.Now()
 	st, err := h.steps.Start(ctx, c.ID, s)
 	if err == nil {
-		h.started.add(c.ID, key)
+		h.started.add(c.ID, key, at)
 	}
 	return st, err
 }
