@@ -24,8 +24,14 @@ func (r *Reconciler) probeService(ctx context.Context, w serviceWork, c dd.Conta
 	if !alreadyAnswered {
 		passed, detail := r.Host.Probe(ctx, w.svc, c, addr)
 		if !passed && claimed {
-			// A claim a crash cut short between its rename and its rotation.
-			passed, detail = r.rotateClaimed(ctx, w, c, addr)
+			// A claim a crash cut short between its rename and its rotation, or
+			// whose rotation runs on.
+			var poll time.Duration
+			if passed, detail, poll = r.rotateClaimed(ctx, w, c, addr); poll > 0 {
+				res.probes = part{reason: sandboxv1.ReasonProbing, message: e.Name() + ": " + detail}
+				res.after(poll)
+				return res
+			}
 		}
 		sandboxMetrics.probeAttempts.WithLabelValues(e.Name(), map[bool]string{true: "success", false: "failure"}[passed]).Inc()
 		if !passed {

@@ -35,12 +35,12 @@ type DataRun struct {
 func (h *Host) Data(ctx context.Context, svc Service, c dd.Container, addr string, op engine.DataOp, request string) (DataRun, error) {
 	s := dataStep(svc, addr, op, request)
 	key := s.Key()
-	st, err := h.runStep(ctx, c, s)
+	st, err := h.runStep(ctx, c.ID, s)
 	if err == nil && st.Phase == step.Absent {
 		// Its state went (a later request's step removed it, or the container's
 		// /tmp): the container's mark says whether it was done (dataPrelude).
 		h.started.drop(c.ID, key)
-		st, err = h.runStep(ctx, c, s)
+		st, err = h.runStep(ctx, c.ID, s)
 	}
 	if err != nil {
 		return DataRun{}, err

@@ -78,7 +78,7 @@ type Seeding struct {
 // that is not Running.
 func (h *Host) Seed(ctx context.Context, svc Service, c dd.Container, addr string) Seeding {
 	es := engine.Seed(svc.Engine, svc.Password, addr, svc.Init, svc.InitPerScript, svc.InitTimeout)
-	st, err := h.runStep(ctx, c, engineStep("seed", es))
+	st, err := h.runStep(ctx, c.ID, engineStep("seed", es))
 	switch {
 	case err != nil:
 		return Seeding{Failed: fmt.Sprintf("running the init scripts: %v", err)}

@@ -84,17 +84,17 @@ func engineStep(id string, es engine.Step) step.Step {
 	return s
 }
 
-// runStep starts s on c, or observes it once started: a pass calls it on
-// every pass until the state it answers has ended.
-func (h *Host) runStep(ctx context.Context, c dd.Container, s step.Step) (step.State, error) {
+// runStep starts s in container id, or observes it once started: a pass
+// calls it on every pass until the state it answers has ended.
+func (h *Host) runStep(ctx context.Context, id string, s step.Step) (step.State, error) {
 	key := s.Key()
-	if _, ok := h.started.at(c.ID, key); ok {
-		return h.steps.Observe(ctx, c.ID, key)
+	if _, ok := h.started.at(id, key); ok {
+		return h.steps.Observe(ctx, id, key)
 	}
 	at := time.Now()
-	st, err := h.steps.Start(ctx, c.ID, s)
+	st, err := h.steps.Start(ctx, id, s)
 	if err == nil {
-		h.started.add(c.ID, key, at)
+		h.started.add(id, key, at)
 	}
 	return st, err
 }

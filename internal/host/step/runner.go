@@ -70,7 +70,9 @@ func (r *Runner) Start(ctx context.Context, container string, s Step) (State, er
 		}
 		return st, err
 	case res.ExitCode == runnerTaken:
-		return r.state(ctx, container, key, observeScript, r.wait, 0)
+		st, err := r.state(ctx, container, key, observeScript, r.wait, 0)
+		st.Earlier = true
+		return st, err
 	case res.ExitCode != RunnerExit:
 		return State{}, fmt.Errorf("starting step %s: its runner exited %d: %s", s.ID, res.ExitCode, clean(res.Stderr, maxMessage))
 	}

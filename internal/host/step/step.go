@@ -110,6 +110,9 @@ type State struct {
 	// Message says why a step Failed or was Cancelled: the last line of its
 	// output (untrusted, bounded, as Progress), or what became of its runner.
 	Message string
+	// Earlier: Start found its key started before (by any runner, a manager
+	// before this one): the state is that run's, not one of this Start.
+	Earlier bool
 }
 
 // Ended says the step will change no more.
