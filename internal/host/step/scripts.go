@@ -6,12 +6,12 @@ const Base = "/tmp/sandbox-steps"
 // RunnerExit is the exit code of every step's runner, so that an exec_die
 // with it says "a step ended here" and a consumer need not wake on every
 // probe's. It is the runner's, never the step's (see State.ExitCode). A
-// runner that finds its key taken exits 86 instead: that Start ended nothing,
+// runner that finds its key taken exits runnerTaken (86) instead: that Start ended nothing,
 // so it wakes no one (a pass that woke on it would start it again, forever).
 const RunnerExit = 87
 
 // runnerTaken is the exit code of a runner that found its key taken.
-const runnerTaken = 86
+const runnerTaken = 86 // see RunnerExit
 
 // reaper becomes the child subreaper (prctl PR_SET_CHILD_SUBREAPER, 36, by
 // perl's syscall, where the image has perl and the machine's syscall number

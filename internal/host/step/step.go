@@ -1,12 +1,16 @@
 // Package step runs long steps inside a container without holding the caller:
 // init scripts, data operations, rotations, anything an exec may spend more
-// than about a second on. Start launches a step detached (a Docker exec nobody
-// waits for) and returns; later calls Observe it from the state it keeps in
-// the container, and Cancel stops it. The state lives in the container, not in
-// the manager, so a restarted manager finds a step where it is and never runs
-// it twice.
+// than about a second on. Start launches a step's runner (a prepared exec
+// launched: its environment on stdin) and waits a few hundred ms: a step that
+// ends within them is answered by its runner at once, a slower one runs on,
+// detached, and later calls Observe it from the state it keeps in the
+// container; Cancel stops it, and a step that Supersedes stops the others of
+// its ID. A runner held ahead (Hold) costs no exec start, so a fast step costs
+// what one prepared exec does. The state lives in the container, not in the
+// manager, so a restarted manager finds a step where it is and never runs it
+// twice.
 //
-// In the container a step is three processes deep: the runner (the detached
+// In the container a step is three processes deep: the runner (the launched
 // exec's own process, which waits for the step, records its end and reaps),
 // the step in a session and process group of its own (setsid: Cancel kills
 // that group, never the runner), and whatever the step starts. The runner
