@@ -29,7 +29,10 @@ exec sh -c "$s" step "$@"`
 //   - alive: the runner recorded in runner (pid and start time, so that a pid
 //     reused after a restart is not taken for it) still runs;
 //   - ended: it will change no more (a runner that never recorded itself
-//     counts as gone 30s after the directory was made);
+//     counts as gone 30s after the directory was made). The runner writes
+//     its exit code in one write, so a reader that finds the file empty
+//     looks again; its start and end are the mtimes of runner and exit
+//     (dates cost forks; an earlier runner wrote them, and is still read);
 //   - observe A N: waits up to A×50ms for the directory to appear (a runner
 //     just started makes it), then up to N×50ms for its end, and prints its
 //     state as "key value" lines, the untrusted files hex-encoded and bounded;
@@ -41,7 +44,7 @@ const stateFuncs = `alive() {
 	[ $# -eq 2 ] && [ "$(cut -d' ' -f22 "/proc/$1/stat" 2>/dev/null)" = "$2" ]
 }
 ended() {
-	[ -e "$D/exit" ] && return 0
+	[ -s "$D/exit" ] && return 0
 	alive && return 1
 	[ -e "$D/runner" ] && return 0
 	[ $(($(date +%s) - $(stat -c %Y "$D" 2>/dev/null || date +%s))) -gt 30 ]
@@ -51,20 +54,21 @@ observe() {
 	i=0
 	while [ ! -d "$D" ] && [ "$i" -lt "$1" ]; do sleep 0.05; i=$((i + 1)); done
 	i=0
-	while [ -d "$D" ] && [ ! -e "$D/exit" ] && [ "$i" -lt "$2" ]; do sleep 0.05; i=$((i + 1)); done
+	while [ -d "$D" ] && [ ! -s "$D/exit" ] && [ "$i" -lt "$2" ]; do sleep 0.05; i=$((i + 1)); done
 	[ -d "$D" ] || { echo absent; return; }
 	if ! ended; then echo running
-	elif [ -e "$D/exit" ]; then echo "exit $(cat "$D/exit")"
+	elif [ -s "$D/exit" ]; then read -r rc end < "$D/exit"; echo "exit $rc ${end:-$(stat -c %Y "$D/exit")}"
 	else echo lost; fi
 	[ -e "$D/cancelled" ] && echo cancelled
-	echo "started $(cat "$D/started" 2>/dev/null)"
+	st=; [ -e "$D/started" ] && read -r st < "$D/started"
+	echo "started ${st:-$(stat -c %Y "$D/runner" 2>/dev/null)}"
 	echo "now $(date +%s)"
 	printf 'progress '; tail -c 512 "$D/progress" 2>/dev/null | hex; echo
 	printf 'out '; tail -c 1024 "$D/out" 2>/dev/null | hex; echo
 	echo "progressed $(stat -c %Y "$D/progress" 2>/dev/null)"
 }
 cancel() {
-	[ -d "$D" ] && [ ! -e "$D/exit" ] || return 0
+	[ -d "$D" ] && [ ! -s "$D/exit" ] || return 0
 	: > "$D/cancelled"
 	if alive && read -r g < "$D/pgid" 2>/dev/null; then kill -s KILL -- "-$g" 2>/dev/null; fi
 }
@@ -77,7 +81,7 @@ const prelude = "set -u\nD=$1\n" + stateFuncs
 // $STEP_DIR (mkdir: at most one runner per key, ever), runs "$@" in a session
 // of its own with its output's tail kept, records the exit code, kills what
 // the step left in its group, prints the state it ended in (the launch's
-// inline answer, with no fork on success) and reaps whatever it inherited
+// inline answer, with no fork on success, and no times: its caller has its own) and reaps whatever it inherited
 // before it exits. The step checks for a Cancel after recording its group,
 // which Cancel records before it reads the group: one of the two sees the
 // other. With STEP_SUPERSEDE=1 it also cancels the steps of its ID still
@@ -88,7 +92,6 @@ const prelude = "set -u\nD=$1\n" + stateFuncs
 const runner = "set -u\nD=$STEP_DIR\n" + stateFuncs + `st22() { shift 21; T=$1; }
 mkdir "$D" 2>/dev/null || { mkdir -p "${D%/*}" && mkdir "$D" 2>/dev/null; } || exit 86
 read -r s < /proc/$$/stat; st22 $s; echo "$$ $T" > "$D/runner"
-S=$(date +%s); echo "$S" > "$D/started"
 : > "$D/progress"
 if [ "${STEP_SUPERSEDE:-}" = 1 ]; then
 	( me=$D
@@ -112,12 +115,9 @@ wait $!
 rc=$?
 read -r g < "$D/pgid" 2>/dev/null && kill -s KILL -- "-$g" 2>/dev/null
 wait
-E=$(date +%s)
-echo "$rc $E" > "$D/exit.tmp" && mv "$D/exit.tmp" "$D/exit"
-echo "exit $rc $E"
+echo "$rc" > "$D/exit"
+echo "exit $rc"
 [ -e "$D/cancelled" ] && echo cancelled
-echo "started $S"
-echo "now $E"
 if [ -s "$D/progress" ]; then
 	printf 'progress '; tail -c 512 "$D/progress" | hex; echo
 	echo "progressed $(stat -c %Y "$D/progress")"
