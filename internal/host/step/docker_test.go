@@ -188,3 +188,15 @@ func TestStepSupersedesItsID(t *testing.T) {
 		t.Errorf("a step of another ID = %+v, %v; want it Running still", st, err)
 	}
 }
+
+// A runner caught between making its directory and writing its record (a
+// busy host may hold it there for long) is starting, not lost.
+func TestStepStartingIsNotLost(t *testing.T) {
+	d, c := postgresContainer(t)
+	r := step.New(d, 0)
+	key := step.Step{ID: "starting", Argv: []string{"true"}}.Key()
+	sh(t, d, c, "mkdir -p "+step.Base+"/"+string(key)+" && : > "+step.Base+"/"+string(key)+"/runner")
+	if st, err := r.Observe(context.Background(), c.ID, key); err != nil || st.Phase != step.Running {
+		t.Errorf("a step whose runner has not written its record = %+v, %v; want Running", st, err)
+	}
+}

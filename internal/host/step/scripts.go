@@ -28,8 +28,9 @@ exec sh -c "$s" step "$@"`
 // stateFuncs are what every script knows of the step directory $D.
 //   - alive: the runner recorded in runner (pid and start time, so that a pid
 //     reused after a restart is not taken for it) still runs;
-//   - ended: it will change no more (a runner that never recorded itself
-//     counts as gone 30s after the directory was made). The runner writes
+//   - ended: it will change no more (a runner that never recorded itself,
+//     or is writing its record, counts as gone 30s after the directory was
+//     made: a busy host may hold it between mkdir and write for long). The runner writes
 //     its exit code in one write, so a reader that finds the file empty
 //     looks again; its start and end are the mtimes of runner and exit
 //     (dates cost forks; an earlier runner wrote them, and is still read);
@@ -46,7 +47,7 @@ const stateFuncs = `alive() {
 ended() {
 	[ -s "$D/exit" ] && return 0
 	alive && return 1
-	[ -e "$D/runner" ] && return 0
+	[ -s "$D/runner" ] && return 0
 	[ $(($(date +%s) - $(stat -c %Y "$D" 2>/dev/null || date +%s))) -gt 30 ]
 }
 hex() { od -An -v -tx1 | tr -d ' \n'; }
