@@ -121,6 +121,11 @@ type ServiceData struct {
 	// error is why that request failed on this service, in the engine's words.
 	// +optional
 	Error string `json:"error,omitempty"`
+	// running says what of spec.data's request runs in the container while it
+	// runs, and for how long ("restore running 3s").
+	// +optional
+	// +kubebuilder:validation:MaxLength=256
+	Running string `json:"running,omitempty"`
 	// lastReset, lastCheckpoint and lastRestore are the last of each done.
 	// +optional
 	LastReset *DataOperation `json:"lastReset,omitempty"`

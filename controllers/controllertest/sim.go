@@ -104,7 +104,7 @@ func (s *EngineSim) BreakExtension(name string) (clear func()) {
 }
 
 func (s *EngineSim) Exec(ctx context.Context, id string, spec dd.ExecSpec) (dd.ExecResult, error) {
-	if req, ok := step.Decode(spec.Cmd); ok && req.Verb != step.VerbStart {
+	if req, ok := step.Decode(spec.Cmd, nil); ok && req.Verb != step.VerbStart {
 		return s.answerStep(ctx, id, req)
 	}
 	s.noteStep(id, spec)
@@ -173,6 +173,24 @@ func (p *simPrepared) Run(ctx context.Context, env map[string]string) (dd.ExecRe
 		return dd.ExecResult{}, dd.NewError("exec", p.id, dd.ErrNotRun, errors.New("its held shell is gone"))
 	}
 	return p.s.Exec(ctx, p.id, p.spec.WithEnv(env))
+}
+
+// Launch runs a step's runner as the container would (sim_steps.go), any
+// other command as Run does, ended at once.
+func (p *simPrepared) Launch(ctx context.Context, env map[string]string, wait time.Duration) (dd.ExecResult, bool, error) {
+	held := p.held.Held()
+	p.held.Close()
+	if p.ran.Swap(true) {
+		return dd.ExecResult{}, false, dd.NewError("exec", p.id, dd.ErrInvalid, errors.New("a prepared exec runs once"))
+	}
+	if !held {
+		return dd.ExecResult{}, false, dd.NewError("exec", p.id, dd.ErrNotRun, errors.New("its held shell is gone"))
+	}
+	if req, ok := step.Decode(p.spec.Cmd, env); ok && req.Verb == step.VerbStart {
+		return p.s.launchStep(ctx, p.id, req, env, wait)
+	}
+	res, err := p.s.Exec(ctx, p.id, p.spec.WithEnv(env))
+	return res, err == nil, err
 }
 
 func (p *simPrepared) Held() bool { return !p.ran.Load() && p.held.Held() }

@@ -98,20 +98,54 @@ func (s *EngineSim) RunningSteps(container string) []string {
 	return out
 }
 
-func (s *EngineSim) ExecDetached(ctx context.Context, id string, spec dd.ExecSpec) (string, error) {
-	req, ok := step.Decode(spec.Cmd)
-	if !ok || req.Verb != step.VerbStart {
-		return s.Driver.ExecDetached(ctx, id, spec)
-	}
-	c, err := s.stepCall(ctx, fake.VerbExecDetached, id)
+// launchStep is a step's runner launched (a prepared exec): a key taken
+// answers so at once; a step that supersedes cancels the others of its ID
+// running there and drops those ended; one that ends within wait is answered
+// by its runner, ended, as the container's prints it.
+func (s *EngineSim) launchStep(ctx context.Context, id string, req step.Request, env map[string]string, wait time.Duration) (dd.ExecResult, bool, error) {
+	c, err := s.stepCall(ctx, fake.VerbExec, id)
 	if err != nil {
-		return "", err
+		return dd.ExecResult{}, false, err
 	}
-	if !s.stepsState.has(c.ID, req.Key) {
-		s.startStep(ctx, c, req, spec.Env)
+	if s.stepsState.has(c.ID, req.Key) {
+		return dd.ExecResult{ExitCode: step.Taken}, true, nil
 	}
-	return "sim-" + string(req.Key), nil
+	if req.Supersedes {
+		s.supersede(c.ID, req.Key)
+	}
+	st := s.startStep(ctx, c, req, env)
+	if st.runs == fake.Forever || st.runs > wait {
+		return dd.ExecResult{}, false, nil
+	}
+	time.Sleep(st.runs)
+	s.stepsState.mu.Lock()
+	defer s.stepsState.mu.Unlock()
+	now := time.Now()
+	st.settle(now)
+	return dd.ExecResult{ExitCode: step.RunnerExit, Stdout: step.Print(&st.Simulated, now)}, true, nil
 }
+
+// supersede cancels the steps of key's ID running in container and drops
+// those ended, as a runner with STEP_SUPERSEDE does.
+func (s *EngineSim) supersede(container string, key step.Key) {
+	st := &s.stepsState
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	now := time.Now()
+	for k, o := range st.steps[container] {
+		if k == key || o.id != idOf(key) {
+			continue
+		}
+		if o.settle(now); !o.Ended.IsZero() {
+			delete(st.steps[container], k)
+			continue
+		}
+		o.Ended, o.ExitCode, o.Cancelled, o.Out = now, 137, true, "Killed"
+		time.AfterFunc(0, func() { s.ExecDied(container, step.RunnerExit) })
+	}
+}
+
+func idOf(k step.Key) string { return string(k[:strings.LastIndex(string(k), "-")]) }
 
 // stepCall makes a step command's Docker call (faults apply, exec rules do
 // not: they are for the step's own command) and finds its running container.
@@ -138,9 +172,9 @@ func (st *simSteps) has(container string, k step.Key) bool {
 
 // startStep runs req's command now (its result is what it answers when its
 // time is up) and records the step.
-func (s *EngineSim) startStep(ctx context.Context, c dd.Container, req step.Request, env map[string]string) {
+func (s *EngineSim) startStep(ctx context.Context, c dd.Container, req step.Request, env map[string]string) *simStep {
 	argv, timeout := unwrapTimeout(req.Argv)
-	id := string(req.Key[:strings.LastIndex(string(req.Key), "-")])
+	id := idOf(req.Key)
 	runs := s.stepsState.slowFor(c, id)
 	res, err := s.Exec(ctx, c.ID, dd.ExecSpec{Cmd: argv, Env: env, Timeout: max(timeout, time.Minute)})
 	if err != nil {
@@ -160,6 +194,7 @@ func (s *EngineSim) startStep(ctx context.Context, c dd.Container, req step.Requ
 	if end := st.end(); end > 0 {
 		time.AfterFunc(end, func() { s.ExecDied(c.ID, step.RunnerExit) })
 	}
+	return st
 }
 
 func (st *simSteps) slowFor(c dd.Container, id string) time.Duration {

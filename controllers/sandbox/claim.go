@@ -55,6 +55,9 @@ func (r *Reconciler) claimService(ctx context.Context, w serviceWork, res servic
 		return res.dockerFailed(ctx, err, "claiming pool member "+m.Name), true
 	}
 	res.claimedReserved = w.reserved != nil
+	if got.Rotating {
+		return r.claimedRotating(w, got, res), true
+	}
 	sandboxMetrics.claims.WithLabelValues(e, "hit").Inc()
 	sandboxMetrics.claimSeconds.WithLabelValues(e).Observe(time.Since(start).Seconds())
 	res.event(sandboxv1.EventClaimed, fmt.Sprintf("%s: claimed a warm member of pool %s as %s in %s; its password is the Sandbox's",
@@ -108,18 +111,38 @@ func (r *Reconciler) claimedReady(w serviceWork, c dd.Container, res serviceResu
 	return res
 }
 
-// rotateClaimed finishes a claim a crash interrupted after the rename: the
-// member's password, from its pool's key, is rotated to the Sandbox's again (a
-// repeat is harmless). passed false with detail when it could not be.
-func (r *Reconciler) rotateClaimed(ctx context.Context, w serviceWork, c dd.Container, addr string) (passed bool, detail string) {
+// claimedRotating reports a member just claimed whose rotation runs on,
+// beside the pass: not ready until a later pass's probe logs in with the
+// Sandbox's password (or its recovery, rotateClaimed, sees the rotation end).
+func (r *Reconciler) claimedRotating(w serviceWork, got host.Claimed, res serviceResult) serviceResult {
+	res.status.ContainerID = got.Container.ID
+	if w.svc.Network == "" {
+		res.status.Host = host.Address(got.Container, w.svc.Network)
+	}
+	res.containers = okPart(sandboxv1.ReasonRunning)
+	res.probes = part{reason: sandboxv1.ReasonProbing, message: fmt.Sprintf(
+		"%s: claimed a warm member as %s; rotating its password to the Sandbox's", w.svc.Engine.Name(), w.svc.Container.Name)}
+	res.after(got.Poll)
+	return res
+}
+
+// rotateClaimed finishes a claim a crash interrupted after the rename, or
+// whose rotation runs on: the member's password, from its pool's key, is
+// rotated to the Sandbox's (a repeat is harmless), as a step beside the
+// pass. passed false with detail when it could not be yet; poll > 0 while it
+// runs.
+func (r *Reconciler) rotateClaimed(ctx context.Context, w serviceWork, c dd.Container, addr string) (passed bool, detail string, poll time.Duration) {
 	memberPassword, err := r.PoolKeys.MemberPassword(ctx, w.sb.Namespace, c.Labels)
 	if err != nil {
-		return false, err.Error()
+		return false, err.Error(), 0
 	}
-	if detail := r.Host.Rotate(ctx, w.svc, c.ID, memberPassword, addr); detail != "" {
-		return false, detail
+	switch rot := r.Host.Rotate(ctx, w.svc, c.ID, memberPassword, addr); {
+	case rot.Running:
+		return false, "rotating its password to the Sandbox's", rot.Poll
+	case rot.Failed != "":
+		return false, rot.Failed, 0
 	}
-	return true, ""
+	return true, "", 0
 }
 
 // poolNames are the pools a Sandbox may claim from (none: any).

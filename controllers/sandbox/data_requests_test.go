@@ -218,3 +218,44 @@ var _ = Describe("Reset, checkpoint and restore (spec.data)", func() {
 		Expect(err.Error()).To(ContainSubstring("data.id must be letters, digits"))
 	})
 })
+
+// A data request runs beside the passes, as a step in its container: the
+// pass starts it and returns; a later pass, woken by its end, records it.
+// With one worker, a worker held by a slow step would serve no other Sandbox.
+var _ = Describe("Data requests beside the pass (one worker)", func() {
+	var (
+		sim *ct.EngineSim
+		ns  string
+	)
+	BeforeEach(func() {
+		sim = ct.NewHost()
+		ns = ct.NewNamespace()
+		stop := ct.StartManagerWith(env.Config, sim, ct.Setup{Options: ct.TestOptions(), MaxConcurrentReconciles: 1, Sweep: true,
+			HostIdentitySettle: time.Millisecond})
+		DeferCleanup(func() { stop() })
+	})
+
+	It("reports a slow request Running with its step, serves other Sandboxes meanwhile, and a new request cancels it", func() {
+		sb := ct.NewSandbox(ns, "slow", "slow-data", "postgres")
+		Expect(k8sClient.Create(ctx, sb)).To(Succeed())
+		ct.WaitReady(sb)
+		id := serviceStatus(sb, sandboxv1.EnginePostgres).ContainerID
+		clear := sim.SlowSteps(ct.SlowStep{ID: "data", For: fake.Forever})
+		requestData(sb, "r1", sandboxv1.DataReset)
+		Eventually(dataPhase(sb)).Should(Equal("r1/Running"))
+		Eventually(func() string { return ct.ConditionOf(sb, sandboxv1.ConditionDataRequest).Message }).Should(
+			MatchRegexp(`^Reset r1: waiting for postgres \(reset running \d+s\)$`))
+		Expect(sim.RunningSteps(id)).To(HaveLen(1), "the reset runs in its container")
+
+		other := ct.NewSandbox(ns, "other", "plain", "redis")
+		Expect(k8sClient.Create(ctx, other)).To(Succeed())
+		Eventually(ct.Condition(other, sandboxv1.ConditionReady)).Should(Equal("True/Ready"))
+
+		clear()
+		requestData(sb, "z2", sandboxv1.DataReset)
+		Eventually(dataPhase(sb)).Should(Equal("z2/Succeeded"))
+		Expect(sim.RunningSteps(id)).To(BeEmpty(), "the stuck reset still runs beside the new one")
+		Expect(sim.OpsRun(id, engine.OpReset)).To(Equal(1), "the new reset ran once, the stuck one never")
+		Expect(serviceStatus(sb, sandboxv1.EnginePostgres).Data.Running).To(BeEmpty())
+	})
+})

@@ -26,8 +26,14 @@ func (r *Reconciler) probeService(ctx context.Context, w serviceWork, c dd.Conta
 	if !alreadyAnswered && !underway {
 		passed, detail := r.Host.Probe(ctx, w.svc, c, addr)
 		if !passed && claimed {
-			// A claim a crash cut short between its rename and its rotation.
-			passed, detail = r.rotateClaimed(ctx, w, c, addr)
+			// A claim a crash cut short between its rename and its rotation, or
+			// whose rotation runs on.
+			var poll time.Duration
+			if passed, detail, poll = r.rotateClaimed(ctx, w, c, addr); poll > 0 {
+				res.probes = part{reason: sandboxv1.ReasonProbing, message: e.Name() + ": " + detail}
+				res.after(poll)
+				return res
+			}
 		}
 		sandboxMetrics.probeAttempts.WithLabelValues(e.Name(), map[bool]string{true: "success", false: "failure"}[passed]).Inc()
 		if !passed {
@@ -63,9 +69,14 @@ func (r *Reconciler) probeService(ctx context.Context, w serviceWork, c dd.Conta
 		}
 	}
 	if !alreadyAnswered && !claimed {
-		if failed := r.Host.SnapshotInitial(ctx, w.svc, c, addr); failed != "" {
+		if snap := r.Host.SnapshotInitial(ctx, w.svc, c, addr); snap.Running {
 			res.probes = part{reason: sandboxv1.ReasonProbing, message: fmt.Sprintf(
-				"taking the initial snapshot a reset returns to: %s; retrying in %s", failed, retryLater(ctx).Round(time.Second))}
+				"taking the initial snapshot a reset returns to (running %s)", snap.For)}
+			res.after(snap.Poll)
+			return res
+		} else if snap.Failed != "" {
+			res.probes = part{reason: sandboxv1.ReasonProbing, message: fmt.Sprintf(
+				"taking the initial snapshot a reset returns to: %s; retrying in %s", snap.Failed, retryLater(ctx).Round(time.Second))}
 			return res
 		}
 	}
@@ -116,34 +127,47 @@ func (r *Reconciler) reseed(ctx context.Context, w serviceWork, c dd.Container, 
 
 // serviceData carries what earlier requests did to the service's data, and
 // does spec.data's request once the service answers: in its container, as a
-// step of this pass. A failure is recorded, in the engine's words, and is
-// not retried: the request is finished, the service serves as before.
+// step beside the passes (a pass starts it, a later one, woken by its end,
+// records it; meanwhile the request reports it running). A failure is
+// recorded, in the engine's words, and is not retried: the request is
+// finished, the service serves as before.
 func (r *Reconciler) serviceData(ctx context.Context, w serviceWork, res serviceResult) serviceResult {
 	// Note: a copy, also where a settled service's status is prev's (its pointer).
 	if w.prev.Data != nil && res.status.Engine == w.prev.Engine && (res.status.Data == nil || res.status.Data == w.prev.Data) {
 		res.status.Data = w.prev.Data.DeepCopy()
+	}
+	if res.status.Data != nil {
+		res.status.Data.Running = ""
 	}
 	req := data.Requested(w.sb, res.status.Engine, res.status.Data)
 	if req == nil || !res.status.Ready {
 		return res
 	}
 	op, event := data.Operation(req.Action)
-	failed, took := "", time.Duration(0)
+	var run host.DataRun
 	if ok, why := engine.Snapshots(w.svc.Engine); !ok && op != engine.OpReset {
-		failed = why
+		run.Failed = why
 	} else if c, err := r.Host.Inspect(ctx, res.status.ContainerID); err != nil {
 		return res.dockerFailed(ctx, err, "inspecting "+w.svc.Container.Name+" for spec.data")
-	} else if failed, took, err = r.Host.Data(ctx, w.svc, c, host.Address(c, w.svc.Network), op, req.Key()); err != nil {
+	} else if run, err = r.Host.Data(ctx, w.svc, c, host.Address(c, w.svc.Network), op, req.Key()); err != nil {
 		return res.dockerFailed(ctx, err, fmt.Sprintf("%s %s for spec.data", req.Action, w.svc.Container.Name))
 	}
-	done := &sandboxv1.DataOperation{ID: req.ID, Generation: w.sb.Generation, Time: metav1.Now(),
-		ContainerID: res.status.ContainerID, DurationMilliseconds: took.Milliseconds()}
-	res.status.Data = data.Record(res.status.Data, req, failed, done)
-	name := w.svc.Engine.Name()
-	if failed != "" {
-		res.warn(sandboxv1.ReasonDataFailed, fmt.Sprintf("%s: %s %s failed: %s; the service serves as before", name, req.Action, req.ID, failed))
+	if run.Running {
+		if res.status.Data == nil {
+			res.status.Data = &sandboxv1.ServiceData{}
+		}
+		res.status.Data.Running = fmt.Sprintf("%s running %s", op, run.For)
+		res.after(run.Poll)
 		return res
 	}
-	res.event(event, fmt.Sprintf("%s: %s %s done in %s on container %s", name, req.Action, req.ID, took.Round(time.Millisecond), w.svc.Container.Name))
+	done := &sandboxv1.DataOperation{ID: req.ID, Generation: w.sb.Generation, Time: metav1.Now(),
+		ContainerID: res.status.ContainerID, DurationMilliseconds: run.Took.Milliseconds()}
+	res.status.Data = data.Record(res.status.Data, req, run.Failed, done)
+	name := w.svc.Engine.Name()
+	if run.Failed != "" {
+		res.warn(sandboxv1.ReasonDataFailed, fmt.Sprintf("%s: %s %s failed: %s; the service serves as before", name, req.Action, req.ID, run.Failed))
+		return res
+	}
+	res.event(event, fmt.Sprintf("%s: %s %s done in %s on container %s", name, req.Action, req.ID, run.Took.Round(time.Millisecond), w.svc.Container.Name))
 	return res
 }

@@ -222,7 +222,9 @@ func (p *Reconciler) probeMember(ctx context.Context, class host.Service, key []
 		}
 	}
 	// Note: the state a claimant's reset returns to.
-	if p.Host.SnapshotInitial(ctx, svc, full, addr) != "" {
+	if snap := p.Host.SnapshotInitial(ctx, svc, full, addr); snap.Running {
+		return memberProbe{seedPoll: snap.Poll}
+	} else if snap.Failed != "" {
 		return memberProbe{}
 	}
 	return memberProbe{addr: addr, ok: true}

@@ -85,33 +85,10 @@ func (p *preparedExec) take() bool {
 
 // Run: see PreparedExec.
 func (p *preparedExec) Run(ctx context.Context, env map[string]string) (ExecResult, error) {
-	if !p.take() {
-		return ExecResult{}, NewError("exec", p.ref, ErrInvalid, errors.New("a prepared exec runs once"))
-	}
-	input, err := heldEnv(env)
-	if err != nil {
-		err = NewError("exec", p.ref, ErrInvalid, err)
-	} else {
-		err = ctx.Err()
-	}
-	if err == nil {
-		err = p.d.refuseBusy(ctx, p.nameOrID, p.ref)
-	}
-	if err == nil && p.ended() {
-		err = NewError("exec", p.ref, ErrNotRun, errors.New("its held shell is gone (the connection broke or the container stopped)"))
-	}
-	if err != nil {
-		p.st.att.Close()
-		return ExecResult{}, wrap("exec", p.ref, err)
-	}
 	ectx, cancel := context.WithTimeout(ctx, p.timeout)
 	defer cancel()
-	if dl, ok := ectx.Deadline(); ok {
-		_ = p.st.att.Conn.SetWriteDeadline(dl)
-	}
-	if _, err = p.st.att.Conn.Write(input); err != nil {
-		p.st.att.Close()
-		return ExecResult{}, NewError("exec", p.ref, ErrNotRun, err)
+	if err := p.give(ctx, ectx, env); err != nil {
+		return ExecResult{}, err
 	}
 	res, err := p.d.waitExec(ectx, p.id, p.st)
 	p.st.att.Close()
@@ -128,6 +105,65 @@ func (p *preparedExec) Run(ctx context.Context, env map[string]string) (ExecResu
 		return ExecResult{}, TimeoutError("exec", p.ref, p.timeout)
 	}
 	return ExecResult{}, wrap("exec", p.ref, err)
+}
+
+// give hands the held shell env, once: the command runs.
+func (p *preparedExec) give(ctx, ectx context.Context, env map[string]string) error {
+	if !p.take() {
+		return NewError("exec", p.ref, ErrInvalid, errors.New("a prepared exec runs once"))
+	}
+	input, err := heldEnv(env)
+	if err != nil {
+		err = NewError("exec", p.ref, ErrInvalid, err)
+	} else {
+		err = ctx.Err()
+	}
+	if err == nil {
+		err = p.d.refuseBusy(ctx, p.nameOrID, p.ref)
+	}
+	if err == nil && p.ended() {
+		err = NewError("exec", p.ref, ErrNotRun, errors.New("its held shell is gone (the connection broke or the container stopped)"))
+	}
+	if err != nil {
+		p.st.att.Close()
+		return wrap("exec", p.ref, err)
+	}
+	if dl, ok := ectx.Deadline(); ok {
+		_ = p.st.att.Conn.SetWriteDeadline(dl)
+	}
+	if _, err = p.st.att.Conn.Write(input); err != nil {
+		p.st.att.Close()
+		return NewError("exec", p.ref, ErrNotRun, err)
+	}
+	return nil
+}
+
+// Launch: see PreparedExec. A command still running at wait keeps its
+// connection, drained, until it ends (a closed one might not be drained).
+func (p *preparedExec) Launch(ctx context.Context, env map[string]string, wait time.Duration) (ExecResult, bool, error) {
+	wctx, cancel := context.WithTimeout(ctx, p.timeout) // bounds the write
+	defer cancel()
+	if err := p.give(ctx, wctx, env); err != nil {
+		return ExecResult{}, false, err
+	}
+	t := time.NewTimer(max(0, wait))
+	defer t.Stop()
+	select {
+	case err := <-p.st.copied:
+		p.st.copied <- err
+	case <-t.C:
+		go func() { <-p.st.copied; p.st.att.Close() }()
+		return ExecResult{}, false, nil
+	case <-ctx.Done(): // the caller is gone; the command runs on all the same
+		go func() { <-p.st.copied; p.st.att.Close() }()
+		return ExecResult{}, false, nil
+	}
+	res, err := p.d.waitExec(ctx, p.id, p.st)
+	p.st.att.Close()
+	if err != nil {
+		return ExecResult{}, true, wrap("exec", p.ref, err)
+	}
+	return res, true, nil
 }
 
 // ended says the held shell's output stream has ended: it is gone. The copy's

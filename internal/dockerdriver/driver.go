@@ -164,6 +164,12 @@ type PreparedExec interface {
 	// connection broke, its container stopped) the error is ErrNotRun; an exec
 	// left running in the container refuses it as Exec is refused (ErrBusy).
 	Run(ctx context.Context, env map[string]string) (ExecResult, error)
+	// Launch is Run that waits at most wait for the command's end: ended
+	// says it ended within it (res is then Run's). Otherwise it runs on as
+	// ExecDetached's would: its output discarded, its end an EventExecDie,
+	// never a left exec that makes the container busy. So a caller in a hurry
+	// pays no exec start and learns a fast command's result at once.
+	Launch(ctx context.Context, env map[string]string, wait time.Duration) (res ExecResult, ended bool, err error)
 	// Held says the command still waits for Run: it was neither run, closed,
 	// nor lost with its connection or container.
 	Held() bool

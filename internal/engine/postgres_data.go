@@ -17,7 +17,12 @@ const (
 // postgresData runs one psql session per operation (each session is a
 // backend start, ~50 ms on a busy host): the shell picks the databases and
 // measures the memory the container has left; postgresCopySQL does the rest.
-const postgresData = `PG() { psql -X -q -w -tA -v ON_ERROR_STOP=1 -p "$PORT" -U ` + postgresUser + ` -d postgres "$@"; }
+// Its sessions name the operation (application_name "sandbox-data <op>
+// <request id>"): a step cancelled by a new request (its client killed, its
+// backend perhaps still waiting for a lock an agent's session holds) leaves a
+// backend the next operation finds and ends (pgDataSessionsEnd).
+const postgresData = `export PGAPPNAME="` + pgDataApp + ` $OP ${REQ%%:*}"
+PG() { psql -X -q -w -tA -v ON_ERROR_STOP=1 -p "$PORT" -U ` + postgresUser + ` -d postgres "$@"; }
 case $OP in
 checkpoint) src=` + postgresDB + ` dst=` + pgSnapshotCheckpoint + ` what="a checkpoint" ;;
 initial) src=` + postgresDB + ` dst=` + pgSnapshotInitial + ` what="the initial snapshot" ;;
@@ -39,10 +44,21 @@ SQL
 	exit 1
 fi`
 
+// pgDataApp starts the application_name of a data operation's sessions.
+const pgDataApp = "sandbox-data"
+
+// pgDataSessionsEnd ends the sessions of earlier data operations: one runs at
+// a time in a container (the prelude's lock), so any other is left by a step
+// killed while its backend waited, and would go on, or hold its locks, once
+// that wait ended.
+const pgDataSessionsEnd = `SELECT pg_terminate_backend(pid, 5000) FROM pg_stat_activity
+	WHERE application_name LIKE '` + pgDataApp + ` %' AND pid <> pg_backend_pid();`
+
 // postgresCopySQL makes :dst a copy of :src (reset: the initial snapshot, else
 // template1, as the image made the database), unless :op is initial and the
 // snapshot exists. It refuses a copy larger than :room bytes.
 const postgresCopySQL = `SET client_min_messages = warning;
+` + pgDataSessionsEnd + `
 SELECT :'op' = 'initial' AND EXISTS (SELECT FROM pg_database WHERE datname = :'dst') AS done,
 	coalesce(nullif(:'src', ''), (SELECT datname FROM pg_database WHERE datname = '` + pgSnapshotInitial + `'), 'template1') AS src,
 	EXISTS (SELECT FROM pg_database WHERE datname = :'dst') AS has_dst \gset

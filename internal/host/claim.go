@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"time"
 
 	"github.com/roboco-sandbox/sandbox-controller/internal/chaosplant"
 	dd "github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver"
 	"github.com/roboco-sandbox/sandbox-controller/internal/engine"
+	"github.com/roboco-sandbox/sandbox-controller/internal/host/step"
 )
 
 // Claimable says whether a pool member can serve svc: one more DNS alias than
@@ -30,6 +32,10 @@ type Claimed struct {
 	Taken *dd.ConflictError
 	// Renamed: the member holds the service's name (even when a later step failed).
 	Renamed bool
+	// Rotating: its rotation runs on, beside the pass; look again at Poll
+	// (the service's probe fails until it ends, and its recovery observes it).
+	Rotating bool
+	Poll     time.Duration
 }
 
 // Claim makes member m serve svc: renamed to the service's container name
@@ -50,10 +56,14 @@ func (h *Host) Claim(ctx context.Context, svc Service, m Member) (Claimed, error
 	out.Renamed = true
 	chaosplant.CrashAfter(chaosplant.AfterClaimRenamedNoSecret)
 	if svc.Password != m.Password {
-		if detail := h.Rotate(ctx, svc, m.ID, m.Password, m.Address); detail != "" {
-			return out, errors.New(detail)
+		rot := h.Rotate(ctx, svc, m.ID, m.Password, m.Address)
+		if rot.Failed != "" {
+			return out, errors.New(rot.Failed)
 		}
-		chaosplant.CrashAfter(chaosplant.AfterClaimRotated)
+		out.Rotating, out.Poll = rot.Running, rot.Poll
+		if !rot.Running {
+			chaosplant.CrashAfter(chaosplant.AfterClaimRotated)
+		}
 	}
 	out.Container = claimedContainer(svc, m)
 	return out, nil
@@ -70,25 +80,48 @@ func claimedContainer(svc Service, m Member) dd.Container {
 		Networks: map[string]dd.Endpoint{network: {IPAddress: m.Address}}}
 }
 
-// Rotate switches a claimed member's credentials from its own password to svc's
-// and proves them, once or again (it is idempotent); it returns what went wrong,
-// or "". The passwords reach the step on its stdin (a prepared exec), never in
-// argv or an exec's inspectable environment.
-func (h *Host) Rotate(ctx context.Context, svc Service, id, memberPassword, addr string) string {
-	step := svc.Engine.Rotate(addr)
-	p, err := h.driver.PrepareExec(ctx, id, dd.ExecSpec{Cmd: step.Argv, Env: step.Env, Timeout: step.Timeout})
-	out := dd.ExecResult{}
-	if err == nil {
-		out, err = p.Run(ctx, engine.RotateEnv(svc.Engine, memberPassword, svc.Password))
+// Rotation is where a rotation is.
+type Rotation struct {
+	// Running: its step runs; look again at Poll (its end wakes the object before).
+	Running bool
+	Poll    time.Duration
+	// Failed is what went wrong ("": rotated, and proven by a login).
+	Failed string
+}
+
+// Rotate switches a claimed member's credentials from its own password to
+// svc's and proves them, as a step beside the pass (mongosh's start alone
+// takes seconds): a pass calls it until it answers a rotation that is not
+// Running. It is idempotent, and each call after one that ended runs it
+// again (a fresh proof). The passwords reach the step on its stdin (a
+// launched prepared exec), never in argv or an exec's inspectable environment.
+func (h *Host) Rotate(ctx context.Context, svc Service, id, memberPassword, addr string) Rotation {
+	es := svc.Engine.Rotate(addr)
+	es.Env = maps.Clone(es.Env)
+	if es.Env == nil {
+		es.Env = map[string]string{}
+	}
+	maps.Copy(es.Env, engine.RotateEnv(svc.Engine, memberPassword, svc.Password))
+	s := engineStep("rotate", es)
+	st, err := h.runStep(ctx, id, s)
+	if err == nil && st.Earlier && st.Ended() {
+		// Note: an earlier call's run proves nothing now: forgotten, run again.
+		if _, err = h.steps.Forget(ctx, id, s.Key()); err == nil {
+			st, err = h.steps.Start(ctx, id, s)
+		}
 	}
 	switch {
 	case err != nil:
-		return fmt.Sprintf("rotating the credentials of %s: %v", svc.Container.Name, err)
-	case !step.Passed(out.ExitCode, out.Stdout):
-		return fmt.Sprintf("rotating the credentials of %s failed (exit code %d): %s",
-			svc.Container.Name, out.ExitCode, LastLine(out.Stderr+"\n"+out.Stdout))
+		return Rotation{Failed: fmt.Sprintf("rotating the credentials of %s: %v", svc.Container.Name, err)}
+	case st.Phase == step.Running:
+		return Rotation{Running: true, Poll: Poll(st.Elapsed)}
 	}
-	return ""
+	h.started.drop(id, s.Key())
+	if st.Phase != step.Done {
+		return Rotation{Failed: fmt.Sprintf("rotating the credentials of %s failed (exit code %d): %s",
+			svc.Container.Name, st.ExitCode, st.Message)}
+	}
+	return Rotation{}
 }
 
 // judgeClaimed judges a claimed member (it carries its pool's labels, not the

@@ -7,6 +7,7 @@ import (
 	dd "github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver"
 	"github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver/fake"
 	"github.com/roboco-sandbox/sandbox-controller/internal/host"
+	"github.com/roboco-sandbox/sandbox-controller/internal/host/step"
 )
 
 // offerMember puts a running pool member on the host and offers it.
@@ -27,7 +28,8 @@ func offerMember(t *testing.T, h *host.Host, f *fake.Driver, svc host.Service, n
 // Offering a member starts nothing in it, and a claim whose Sandbox's password
 // is the member's own (a new Sandbox) runs no exec: a claim's only Docker work
 // is its rename. A claim for a Sandbox whose Secret exists rotates the member:
-// one exec, prepared and run at claim.
+// one exec, prepared and run at claim (the rotation's step runner, launched:
+// the rule answers as a runner whose step ended at once, so no state exec).
 func TestClaimRunsAnExecOnlyToRotate(t *testing.T) {
 	ctx := context.Background()
 	svc := service(512 << 20)
@@ -49,7 +51,7 @@ func TestClaimRunsAnExecOnlyToRotate(t *testing.T) {
 	}
 
 	h, f = newHost()
-	defer f.OnExec(fake.ExecRule{Result: dd.ExecResult{Stdout: "sandbox-rotated\n"}})()
+	defer f.OnExec(fake.ExecRule{Result: dd.ExecResult{ExitCode: step.RunnerExit, Stdout: "exit 0 1\nstarted 1\nnow 1\n"}})()
 	offerMember(t, h, f, svc, "sandboxpool-b")
 	rotated := svc
 	rotated.Password = "sandbox-pw"
@@ -80,5 +82,33 @@ func TestWarmResetForgetsOffersAndClaims(t *testing.T) {
 	w.Offer("p", []host.Member{{ID: "m2", Namespace: "ns", Pool: "pool", PoolUID: "p", Class: "c"}})
 	if m, ok := w.Take("ns", "c", nil); !ok || m.ID != "m2" {
 		t.Fatalf("after the reset and a fresh offer: %+v %v, want m2", m, ok)
+	}
+}
+
+// A rotation that outlasts the inline wait (mongosh's start alone takes
+// seconds) runs on beside the pass: the claim answers it Rotating, with a
+// poll; a later Rotate observes it, Running, then rotated once it ends.
+func TestClaimsSlowRotationRunsOn(t *testing.T) {
+	ctx := context.Background()
+	svc := service(512 << 20)
+	svc.Password = "sandbox-pw"
+	h, f := newHost()
+	m := offerMember(t, h, f, svc, "sandboxpool-a")
+	defer f.OnExec(fake.ExecRule{Result: dd.ExecResult{Stdout: "running\nstarted 1\nnow 2\n"}})()
+	f.OnExec(fake.ExecRule{Hang: true, Times: 1}) // the runner, launched
+	m, _ = h.Warm().Take("ns", "class", nil)
+	got, err := h.Claim(ctx, svc, m)
+	if err != nil || !got.Renamed || !got.Rotating || got.Poll <= 0 || got.Container.Name != svc.Container.Name {
+		t.Fatalf("Claim with a slow rotation = %+v, %v; want it renamed, Rotating, with a poll", got, err)
+	}
+	if rot := h.Rotate(ctx, svc, m.ID, m.Password, m.Address); !rot.Running || rot.Failed != "" {
+		t.Errorf("Rotate while it runs = %+v; want Running", rot)
+	}
+	defer f.OnExec(fake.ExecRule{Result: dd.ExecResult{Stdout: "exit 0 3\nstarted 1\nnow 3\n"}})()
+	if rot := h.Rotate(ctx, svc, m.ID, m.Password, m.Address); rot.Running || rot.Failed != "" {
+		t.Errorf("Rotate once it ended = %+v; want rotated", rot)
+	}
+	if p := f.Calls(fake.VerbPrepareExec); p != 1 {
+		t.Errorf("the rotation prepared %d execs; want its runner's, once", p)
 	}
 }

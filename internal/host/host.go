@@ -24,7 +24,6 @@ type Host struct {
 	pulls       *Pulls
 	judged      judgements
 	warm        *Warm
-	data        dataExecs
 	steps       *step.Runner
 	started     started
 	lanes       *lanes.Gate

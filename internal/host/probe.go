@@ -51,9 +51,9 @@ func (h *Host) Activate(ctx context.Context, svc Service, c dd.Container, addr s
 	}
 	keys := make([]step.Key, len(steps))
 	for i, es := range steps {
-		s := stepOf("features-"+strconv.Itoa(i), es)
+		s := engineStep("features-"+strconv.Itoa(i), es)
 		keys[i] = s.Key()
-		st, err := h.runStep(ctx, c, s)
+		st, err := h.runStep(ctx, c.ID, s)
 		if err == nil && st.Ended() && st.Phase != step.Done {
 			h.retryStep(ctx, c, s.Key()) // its retry runs it again
 		}
@@ -117,11 +117,11 @@ func (h *Host) Seed(ctx context.Context, svc Service, c dd.Container, addr strin
 				return Seeding{Failed: fmt.Sprintf("running the init scripts: %v", err)}
 			case st.Phase == step.Running: // its manager restarted
 				lane.hold()
-				h.started.add(c.ID, key)
+				h.started.add(c.ID, key, time.Now())
 				return seeding(st, nil, len(svc.Init))
 			case st.Ended():
 				lane.release()
-				h.started.add(c.ID, key)
+				h.started.add(c.ID, key, time.Now())
 				return seeding(st, nil, len(svc.Init))
 			}
 			h.started.absent(c.ID, key)
@@ -130,7 +130,7 @@ func (h *Host) Seed(ctx context.Context, svc Service, c dd.Container, addr strin
 			return Seeding{Running: true, Progress: t.String(), Poll: LaneWait}
 		}
 	}
-	st, err := h.runStep(ctx, c, s)
+	st, err := h.runStep(ctx, c.ID, s)
 	if err == nil && st.Ended() {
 		lane.release()
 	}
@@ -145,7 +145,7 @@ func (h *Host) SeedUnderway(svc Service, c dd.Container, addr string) bool {
 }
 
 func seedStep(svc Service, addr string) step.Step {
-	return stepOf("seed", engine.Seed(svc.Engine, svc.Password, addr, svc.Init, svc.InitPerScript, svc.InitTimeout))
+	return engineStep("seed", engine.Seed(svc.Engine, svc.Password, addr, svc.Init, svc.InitPerScript, svc.InitTimeout))
 }
 
 func seeding(st step.State, err error, scripts int) Seeding {

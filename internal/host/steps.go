@@ -31,22 +31,29 @@ func StepEnded(ev dd.Event) bool {
 	return ev.Type == dd.EventExecDie && ev.ExitCode == step.RunnerExit
 }
 
-// started remembers the steps this manager started, per container, so that
-// a later pass observes one (one exec) instead of starting it again (two),
-// and the seeds it found absent (waiting for a lane), so that a later pass
-// need not look again. A manager that forgot (restarted) starts a step again:
-// the container refuses a key it has run, and answers its state. Entries go
-// with their container.
+// started remembers the steps this manager started, per container, and
+// when, so that a later pass observes one (one exec) instead of starting it
+// again (two), and the seeds it found absent (waiting for a lane), so that a
+// later pass need not look again. A manager that forgot (restarted) starts a
+// step again: the container refuses a key it has run, and answers its state.
+// Entries go with their container.
 type started struct {
 	mu sync.Mutex
-	// keys: true for started, false for found absent.
-	keys map[string]map[step.Key]bool
+	// keys: when each was started; the zero time for one found absent.
+	keys map[string]map[step.Key]time.Time
+}
+
+// at is when this manager started step k in container id, if it did.
+func (s *started) at(id string, k step.Key) (time.Time, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t := s.keys[id][k]
+	return t, !t.IsZero()
 }
 
 func (s *started) has(id string, k step.Key) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.keys[id][k]
+	_, ok := s.at(id, k)
+	return ok
 }
 
 // known says the step was started, or found absent, by this manager.
@@ -64,26 +71,26 @@ func (s *started) any(id string) bool {
 	return len(s.keys[id]) > 0
 }
 
+func (s *started) add(id string, k step.Key, at time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.keys == nil {
+		s.keys = map[string]map[step.Key]time.Time{}
+	}
+	if s.keys[id] == nil {
+		s.keys[id] = map[step.Key]time.Time{}
+	}
+	s.keys[id][k] = at
+}
+
+func (s *started) absent(id string, k step.Key) { s.add(id, k, time.Time{}) }
+
+// drop forgets step k in container id: its end is recorded, or its state
+// is gone from the container.
 func (s *started) drop(id string, k step.Key) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.keys[id], k)
-}
-
-func (s *started) add(id string, k step.Key) { s.set(id, k, true) }
-
-func (s *started) absent(id string, k step.Key) { s.set(id, k, false) }
-
-func (s *started) set(id string, k step.Key, started bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.keys == nil {
-		s.keys = map[string]map[step.Key]bool{}
-	}
-	if s.keys[id] == nil {
-		s.keys[id] = map[step.Key]bool{}
-	}
-	s.keys[id][k] = started
 }
 
 func (s *started) forget(id string) {
@@ -92,9 +99,9 @@ func (s *started) forget(id string) {
 	delete(s.keys, id)
 }
 
-// stepOf is engine step es as the detached step id, killed at es.Timeout (0:
-// no bound of its own).
-func stepOf(id string, es engine.Step) step.Step {
+// engineStep is engine step es as the step id, killed at es.Timeout (0: no
+// bound of its own).
+func engineStep(id string, es engine.Step) step.Step {
 	s := step.Step{ID: id, Argv: es.Argv, Env: es.Env}
 	if es.Timeout > 0 {
 		secs := strconv.Itoa(max(1, int(es.Timeout.Seconds())))
@@ -103,23 +110,26 @@ func stepOf(id string, es engine.Step) step.Step {
 	return s
 }
 
-// runStep starts s on c, or observes it once started: a pass calls it on
-// every pass until the state it answers has ended. It reads the step's state
-// once: a call that read it again would be waiting on it (StepsAwaited).
-func (h *Host) runStep(ctx context.Context, c dd.Container, s step.Step) (step.State, error) {
+// runStep starts s in container id, or observes it once started: a pass
+// calls it on every pass until the state it answers has ended. It reads the
+// step's state once: a call that read it again would be waiting on it
+// (StepsAwaited).
+func (h *Host) runStep(ctx context.Context, id string, s step.Step) (step.State, error) {
 	key := s.Key()
-	read := h.steps.Observe
-	if !h.started.has(c.ID, key) {
-		read = func(ctx context.Context, id string, _ step.Key) (step.State, error) { return h.steps.Start(ctx, id, s) }
+	var st step.State
+	var err error
+	if h.started.has(id, key) {
+		st, err = h.steps.Observe(ctx, id, key)
+	} else {
+		at := time.Now()
+		if st, err = h.steps.Start(ctx, id, s); err == nil {
+			h.started.add(id, key, at)
+		}
 	}
-	st, err := read(ctx, c.ID, key)
-	if err == nil {
-		h.started.add(c.ID, key)
-	}
-	for reads := 1; err == nil && !st.Ended() && chaosplant.Active(chaosplant.StepAwaited); reads++ {
+	for err == nil && !st.Ended() && chaosplant.Active(chaosplant.StepAwaited) {
 		stepsAwaited.Add(1)
 		time.Sleep(200 * time.Millisecond)
-		st, err = h.steps.Observe(ctx, c.ID, key)
+		st, err = h.steps.Observe(ctx, id, key)
 	}
 	return st, err
 }

@@ -120,6 +120,9 @@ func Summarize(sb *sandboxv1.Sandbox) {
 			if s.Ready {
 				why = "next"
 			}
+			if s.Ready && s.Data != nil && s.Data.Running != "" {
+				why = s.Data.Running
+			}
 			waiting = append(waiting, fmt.Sprintf("%s (%s)", s.Engine, why))
 		case s.Data.Error != "":
 			failed = append(failed, s.Data.Error)

@@ -42,6 +42,7 @@ func RunContract(t *testing.T, newDriver NewDriver) {
 		{"ExecBusyWhileATimedOutExecRuns", c.execBusy},
 		{"PreparedExec", c.preparedExec},
 		{"ExecDetachedEndsWithExecDie", c.execDetached},
+		{"PreparedLaunchRunsOnDetached", c.preparedLaunch},
 		{"List", c.list},
 		{"LogsTail", c.logsTail},
 		{"Remove", c.remove},

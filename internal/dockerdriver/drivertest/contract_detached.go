@@ -60,3 +60,38 @@ func (c contract) execDetached(t *testing.T) {
 		t.Errorf("a stream that did not ask for exec_die got one: %v", types(plain))
 	}
 }
+
+// preparedLaunch: a prepared exec launched answers a command that ends within
+// the wait as Run does; one that does not runs on, detached: the container is
+// free for Exec, and its end is an exec_die with its exit code.
+func (c contract) preparedLaunch(t *testing.T) {
+	d, env, ctx := c.setup(t, Config{})
+	s := spec(env, "launched", Script{Sleep: Forever})
+	owner := map[string]string{OwnerLabel: s.Labels[OwnerLabel]}
+	withExecs := d.Events(ctx, dd.EventFilter{Labels: owner, ExecDie: true})
+	mustCreate(t, ctx, d, s)
+	collect(t, withExecs, dd.EventStart, 15*time.Second)
+
+	quick, err := d.PrepareExec(ctx, s.Name, dd.ExecSpec{Cmd: env.Command(Script{EchoEnv: []string{"SANDBOX_SECRET"}, Exit: 4})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, ended, err := quick.Launch(ctx, map[string]string{"SANDBOX_SECRET": "s"}, 20*time.Second); err != nil || !ended || r.ExitCode != 4 || r.Stdout != "s\n" {
+		t.Errorf("Launch of a quick command = %+v, ended %v, %v; want it ended, exit 4, its output", r, ended, err)
+	}
+	slow, err := d.PrepareExec(ctx, s.Name, dd.ExecSpec{Cmd: env.Command(Script{Sleep: 2 * time.Second, Exit: 3}), Timeout: 500 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ended, err := slow.Launch(ctx, nil, 0); err != nil || ended {
+		t.Fatalf("Launch of a slow command = ended %v, %v; want it running on", ended, err)
+	}
+	if r, err := d.Exec(ctx, s.Name, dd.ExecSpec{Cmd: env.Command(Script{Exit: 5})}); err != nil || r.ExitCode != 5 {
+		t.Fatalf("Exec beside a launched command, past its timeout = %+v, %v; want it to run (exit 5)", r, err)
+	}
+	codes := map[int]bool{}
+	for !codes[3] {
+		got := collect(t, withExecs, dd.EventExecDie, 15*time.Second)
+		codes[got[len(got)-1].ExitCode] = true
+	}
+}

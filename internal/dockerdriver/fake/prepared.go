@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"time"
 
 	dd "github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver"
 )
@@ -95,6 +96,41 @@ func (p *prepared) Run(ctx context.Context, env map[string]string) (dd.ExecResul
 		return dd.ExecResult{}, dd.NewError("exec", p.ref, dd.ErrNotRun, errors.New("its held shell is gone (the connection broke or the container stopped)"))
 	}
 	return p.f.execute(ctx, p.nameOrID, p.ref, p.spec.WithEnv(env))
+}
+
+// Launch: see dd.PreparedExec. The command runs as ExecDetached's (never
+// busy); its result is answered when it ends within wait, as Exec's.
+func (p *prepared) Launch(ctx context.Context, env map[string]string, wait time.Duration) (dd.ExecResult, bool, error) {
+	if !p.take() {
+		return dd.ExecResult{}, false, dd.NewError("exec", p.ref, dd.ErrInvalid, errors.New("a prepared exec runs once"))
+	}
+	if err := dd.CheckHeldEnv(env); err != nil {
+		return dd.ExecResult{}, false, dd.NewError("exec", p.ref, dd.ErrInvalid, err)
+	}
+	p.f.mu.Lock()
+	lost := p.f.lost(p)
+	p.f.held = slices.DeleteFunc(p.f.held, func(q *prepared) bool { return q == p })
+	p.f.mu.Unlock()
+	if lost {
+		return dd.ExecResult{}, false, dd.NewError("exec", p.ref, dd.ErrNotRun, errors.New("its held shell is gone (the connection broke or the container stopped)"))
+	}
+	if err := p.f.enter(ctx, VerbExec, p.f.refsOf(p.nameOrID)...); err != nil {
+		return dd.ExecResult{}, false, err
+	}
+	run, err := p.f.startExec(p.nameOrID, p.ref, p.spec.WithEnv(env), false)
+	if err != nil {
+		return dd.ExecResult{}, false, err
+	}
+	id := randomID()
+	if run.runFor != Forever && run.runFor <= wait {
+		time.Sleep(run.runFor)
+		p.f.execDied(run, id)
+		return run.res, true, nil
+	}
+	if run.runFor != Forever {
+		time.AfterFunc(run.runFor, func() { p.f.execDied(run, id) })
+	}
+	return dd.ExecResult{}, false, nil
 }
 
 // Held: see dd.PreparedExec.

@@ -96,7 +96,7 @@ func processes(t *testing.T, d dd.Driver, c dd.Container) []string {
 	t.Helper()
 	out := sh(t, d, c, `for p in /proc/[0-9]*; do
 	pp=$(sed -n 's/^PPid:[[:space:]]*//p' "$p/status" 2>/dev/null) || continue
-	printf '%s %s %s\n' "${p#/proc/}" "$pp" "$(tr '\0' ' ' < "$p/cmdline" 2>/dev/null)"
+	printf '%s %s %s\n' "${p#/proc/}" "$pp" "$(tr '\0\n' '  ' < "$p/cmdline" 2>/dev/null)"
 done`)
 	return strings.Split(strings.TrimSpace(out), "\n")
 }

@@ -151,3 +151,52 @@ echo started >> "$STEP_PROGRESS"; wait`}}
 		t.Errorf("Start of a step cancelled = %+v, %v; want it left Cancelled, not run again", st, err)
 	}
 }
+
+// A step that supersedes cancels the running steps of its ID (their whole
+// group) and removes those ended, beside its own run; steps of other IDs are
+// left alone.
+func TestStepSupersedesItsID(t *testing.T) {
+	d, c := postgresContainer(t)
+	ctx := context.Background()
+	r := step.New(d, 300*time.Millisecond)
+	done := step.Step{ID: "op", Supersedes: true, Argv: []string{"true"}, Env: map[string]string{"N": "0"}}
+	if _, err := r.Start(ctx, c.ID, done); err != nil {
+		t.Fatal(err)
+	}
+	observeUntil(t, r, c, done.Key(), step.Done)
+	const mark = "sleep 1018"
+	stuck := step.Step{ID: "op", Supersedes: true, Argv: []string{"sh", "-c", mark + " & wait"}, Env: map[string]string{"N": "1"}}
+	other := step.Step{ID: "op-other", Argv: []string{"sh", "-c", mark + " & wait"}}
+	for _, s := range []step.Step{stuck, other} {
+		if st, err := r.Start(ctx, c.ID, s); err != nil || st.Phase != step.Running {
+			t.Fatalf("Start of %s = %+v, %v; want Running", s.ID, st, err)
+		}
+	}
+	testenv.WaitFor(t, within, 100*time.Millisecond, "the steps' processes", func() bool { return running(t, d, c, mark) == 4 }) // a shell and a sleep each
+
+	next := step.Step{ID: "op", Supersedes: true, Argv: []string{"true"}, Env: map[string]string{"N": "2"}}
+	if _, err := r.Start(ctx, c.ID, next); err != nil {
+		t.Fatal(err)
+	}
+	observeUntil(t, r, c, next.Key(), step.Done)
+	observeUntil(t, r, c, stuck.Key(), step.Cancelled)
+	testenv.WaitFor(t, within, 100*time.Millisecond, "only the other ID's processes left", func() bool { return running(t, d, c, mark) == 2 })
+	if st, err := r.Observe(ctx, c.ID, done.Key()); err != nil || st.Phase != step.Absent {
+		t.Errorf("the ended step superseded = %+v, %v; want it removed (Absent)", st, err)
+	}
+	if st, err := r.Observe(ctx, c.ID, other.Key()); err != nil || st.Phase != step.Running {
+		t.Errorf("a step of another ID = %+v, %v; want it Running still", st, err)
+	}
+}
+
+// A runner caught between making its directory and writing its record (a
+// busy host may hold it there for long) is starting, not lost.
+func TestStepStartingIsNotLost(t *testing.T) {
+	d, c := postgresContainer(t)
+	r := step.New(d, 0)
+	key := step.Step{ID: "starting", Argv: []string{"true"}}.Key()
+	sh(t, d, c, "mkdir -p "+step.Base+"/"+string(key)+" && : > "+step.Base+"/"+string(key)+"/runner")
+	if st, err := r.Observe(context.Background(), c.ID, key); err != nil || st.Phase != step.Running {
+		t.Errorf("a step whose runner has not written its record = %+v, %v; want Running", st, err)
+	}
+}

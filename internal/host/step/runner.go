@@ -2,7 +2,9 @@ package step
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"maps"
 	"strconv"
 	"time"
 
@@ -10,10 +12,12 @@ import (
 )
 
 // Runner starts, observes and cancels steps in the containers of one Docker
-// host. It keeps nothing itself: every answer comes from the container.
+// host. Every answer comes from the container; it keeps only the launchers
+// held ahead (Hold).
 type Runner struct {
 	driver dd.Driver
 	wait   time.Duration
+	held   launchers
 }
 
 // New is the runner for driver's host. inlineWait is how long Start and
@@ -26,29 +30,80 @@ func New(driver dd.Driver, inlineWait time.Duration) *Runner {
 // execSlack bounds a state exec beyond its waits: a few small reads.
 const execSlack = 10 * time.Second
 
-// appear is how long Start's read waits for the runner it has just started
-// to claim the step's directory: the detached exec returns before it runs.
+// appear is how long the read after a launch that did not end waits for its
+// runner to claim the step's directory.
 const appear = 10 * time.Second
 
-// Start runs s detached in container (a name or, better, an ID: see
-// dd.Driver.Exec) unless a step of its key was started there before, and
-// answers its state after the inline wait. A step of that key running or
-// ended is never started again, whoever started it: Start is safe to call on
-// every pass, and after a manager restart.
+// Start runs s in container (a name or, better, an ID: see dd.Driver.Exec)
+// unless a step of its key was started there before, and answers its state
+// after the inline wait. A step of that key running or ended is never
+// started again, whoever started it: Start is safe to call on every pass,
+// and after a manager restart.
+//
+// The step's runner is a prepared exec launched (dd.PreparedExec.Launch):
+// its environment reaches it on stdin, never in an exec's inspectable one;
+// one held ahead (Hold) costs no exec start; and a step that ends within the
+// inline wait is answered by its runner itself, with no state exec (a slower
+// one by a state exec after the wait).
 func (r *Runner) Start(ctx context.Context, container string, s Step) (State, error) {
 	if err := s.valid(); err != nil {
 		return State{}, err
 	}
 	key := s.Key()
-	argv := append([]string{"sh", "-c", reaper, "step", runner, dir(key)}, s.Argv...)
-	if _, err := r.driver.ExecDetached(ctx, container, dd.ExecSpec{Cmd: argv, Env: s.Env}); err != nil {
+	env := maps.Clone(s.Env)
+	if env == nil {
+		env = map[string]string{}
+	}
+	env["STEP_DIR"] = dir(key)
+	if s.Supersedes {
+		env["STEP_SUPERSEDE"] = "1"
+	}
+	res, ended, err := r.launch(ctx, container, s, env)
+	switch {
+	case err != nil:
+		return State{}, fmt.Errorf("starting step %s: %w", s.ID, err)
+	case !ended:
+		// Slow: the state it makes says how far it is (the slow path only).
+		st, err := r.state(ctx, container, key, observeScript, 0, appear)
+		if err == nil && st.Phase == Absent {
+			return st, fmt.Errorf("starting step %s: its runner made no state in %s", s.ID, appear)
+		}
+		return st, err
+	case res.ExitCode == runnerTaken:
+		st, err := r.state(ctx, container, key, observeScript, r.wait, 0)
+		st.Earlier = true
+		return st, err
+	case res.ExitCode != RunnerExit:
+		return State{}, fmt.Errorf("starting step %s: its runner exited %d: %s", s.ID, res.ExitCode, clean(res.Stderr, maxMessage))
+	}
+	st, err := parse(res.Stdout)
+	if err != nil {
 		return State{}, fmt.Errorf("starting step %s: %w", s.ID, err)
 	}
-	st, err := r.state(ctx, container, key, observeScript, r.wait, appear)
-	if err == nil && st.Phase == Absent {
-		return st, fmt.Errorf("starting step %s: its runner made no state in %s", s.ID, appear)
+	st.Key = key
+	return st, nil
+}
+
+// launch launches s's runner with env: in the launcher held for it, else
+// (none, or its held shell is gone) in a new one.
+func (r *Runner) launch(ctx context.Context, container string, s Step, env map[string]string) (dd.ExecResult, bool, error) {
+	cmd := launchCmd(s)
+	if p := r.held.take(container, cmd); p != nil {
+		res, ended, err := p.Launch(ctx, env, r.wait)
+		if !errors.Is(err, dd.ErrNotRun) {
+			return res, ended, err
+		}
 	}
-	return st, err
+	p, err := r.driver.PrepareExec(ctx, container, dd.ExecSpec{Cmd: cmd, OutputLimit: 8 << 10})
+	if err != nil {
+		return dd.ExecResult{}, false, err
+	}
+	return p.Launch(ctx, env, r.wait)
+}
+
+// launchCmd is the runner of s's command, its environment to come.
+func launchCmd(s Step) []string {
+	return append([]string{"sh", "-c", reaper, "step", runner}, s.Argv...)
 }
 
 // Observe answers the state of the step key in container from one short exec.

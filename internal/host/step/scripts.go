@@ -6,15 +6,18 @@ const Base = "/tmp/sandbox-steps"
 // RunnerExit is the exit code of every step's runner, so that an exec_die
 // with it says "a step ended here" and a consumer need not wake on every
 // probe's. It is the runner's, never the step's (see State.ExitCode). A
-// runner that finds its key taken exits 86 instead: that Start ended nothing,
+// runner that finds its key taken exits runnerTaken (86) instead: that Start ended nothing,
 // so it wakes no one (a pass that woke on it would start it again, forever).
 const RunnerExit = 87
+
+// runnerTaken is the exit code of a runner that found its key taken.
+const runnerTaken = 86 // see RunnerExit
 
 // reaper becomes the child subreaper (prctl PR_SET_CHILD_SUBREAPER, 36, by
 // perl's syscall, where the image has perl and the machine's syscall number
 // is known), then runs the runner in its place: the flag outlives exec. A
 // process of the step orphaned later comes to the runner, not to PID 1.
-// Arguments: the runner's script, then its own.
+// Arguments: the runner's script, then its own (the step's command).
 const reaper = `s=$1; shift
 case $(uname -m 2>/dev/null) in x86_64) n=157 ;; aarch64|riscv64) n=167 ;; *) n= ;; esac
 if [ -n "$n" ] && command -v perl >/dev/null 2>&1; then
@@ -22,25 +25,29 @@ if [ -n "$n" ] && command -v perl >/dev/null 2>&1; then
 fi
 exec sh -c "$s" step "$@"`
 
-// prelude is what every script knows of the step directory $1.
+// stateFuncs are what every script knows of the step directory $D.
 //   - alive: the runner recorded in runner (pid and start time, so that a pid
 //     reused after a restart is not taken for it) still runs;
-//   - ended: it will change no more (a runner that never recorded itself
-//     counts as gone 30s after the directory was made);
+//   - ended: it will change no more (a runner that never recorded itself,
+//     or is writing its record, counts as gone 30s after the directory was
+//     made: a busy host may hold it between mkdir and write for long). The runner writes
+//     its exit code in one write, so a reader that finds the file empty
+//     looks again; its start and end are the mtimes of runner and exit
+//     (dates cost forks; an earlier runner wrote them, and is still read);
 //   - observe A N: waits up to A×50ms for the directory to appear (a runner
 //     just started makes it), then up to N×50ms for its end, and prints its
-//     state as "key value" lines, the untrusted files hex-encoded and bounded.
-const prelude = `set -u
-D=$1
-alive() {
+//     state as "key value" lines, the untrusted files hex-encoded and bounded;
+//   - cancel: marks the step cancelled and kills its process group, unless
+//     it has ended.
+const stateFuncs = `alive() {
 	r=$(cat "$D/runner" 2>/dev/null) || return 1
 	set -- $r
 	[ $# -eq 2 ] && [ "$(cut -d' ' -f22 "/proc/$1/stat" 2>/dev/null)" = "$2" ]
 }
 ended() {
-	[ -e "$D/exit" ] && return 0
+	[ -s "$D/exit" ] && return 0
 	alive && return 1
-	[ -e "$D/runner" ] && return 0
+	[ -s "$D/runner" ] && return 0
 	[ $(($(date +%s) - $(stat -c %Y "$D" 2>/dev/null || date +%s))) -gt 30 ]
 }
 hex() { od -An -v -tx1 | tr -d ' \n'; }
@@ -48,32 +55,52 @@ observe() {
 	i=0
 	while [ ! -d "$D" ] && [ "$i" -lt "$1" ]; do sleep 0.05; i=$((i + 1)); done
 	i=0
-	while [ -d "$D" ] && [ ! -e "$D/exit" ] && [ "$i" -lt "$2" ]; do sleep 0.05; i=$((i + 1)); done
+	while [ -d "$D" ] && [ ! -s "$D/exit" ] && [ "$i" -lt "$2" ]; do sleep 0.05; i=$((i + 1)); done
 	[ -d "$D" ] || { echo absent; return; }
 	if ! ended; then echo running
-	elif [ -e "$D/exit" ]; then echo "exit $(cat "$D/exit")"
+	elif [ -s "$D/exit" ]; then read -r rc end < "$D/exit"; echo "exit $rc ${end:-$(stat -c %Y "$D/exit")}"
 	else echo lost; fi
 	[ -e "$D/cancelled" ] && echo cancelled
-	echo "started $(cat "$D/started" 2>/dev/null)"
+	st=; [ -e "$D/started" ] && read -r st < "$D/started"
+	echo "started ${st:-$(stat -c %Y "$D/runner" 2>/dev/null)}"
 	echo "now $(date +%s)"
 	printf 'progress '; tail -c 512 "$D/progress" 2>/dev/null | hex; echo
 	printf 'out '; tail -c 1024 "$D/out" 2>/dev/null | hex; echo
 	echo "progressed $(stat -c %Y "$D/progress" 2>/dev/null)"
 }
+cancel() {
+	[ -d "$D" ] && [ ! -s "$D/exit" ] || return 0
+	: > "$D/cancelled"
+	if alive && read -r g < "$D/pgid" 2>/dev/null; then kill -s KILL -- "-$g" 2>/dev/null; fi
+}
 `
 
-// runner is the detached exec's process: it claims the step directory $1
-// (mkdir: at most one runner per key, ever), runs "$@" in a session of its
-// own with its output's tail kept, records the exit code, kills what the
-// step left in its group and reaps whatever it inherited before it exits.
-// The step checks for a Cancel after recording its group, which Cancel
-// records before it reads the group: one of the two sees the other.
-const runner = `set -u
-D=$1; shift
-mkdir -p "${D%/*}" && mkdir "$D" 2>/dev/null || exit 86
-echo "$$ $(cut -d' ' -f22 /proc/$$/stat)" > "$D/runner"
-date +%s > "$D/started"
+// prelude starts the state scripts: the step directory is $1.
+const prelude = "set -u\nD=$1\n" + stateFuncs
+
+// runner is the launched exec's process. It claims the step directory
+// $STEP_DIR (mkdir: at most one runner per key, ever), runs "$@" in a session
+// of its own with its output's tail kept, records the exit code, kills what
+// the step left in its group, prints the state it ended in (the launch's
+// inline answer, with no fork on success, and no times: its caller has its own) and reaps whatever it inherited
+// before it exits. The step checks for a Cancel after recording its group,
+// which Cancel records before it reads the group: one of the two sees the
+// other. With STEP_SUPERSEDE=1 it also cancels the steps of its ID still
+// running in the container and removes those ended, beside the step (which
+// waits for them where they share a lock). Every fork costs milliseconds on a
+// busy host, and a data operation's latency counts them: builtins where they
+// do.
+const runner = "set -u\nD=$STEP_DIR\n" + stateFuncs + `st22() { shift 21; T=$1; }
+mkdir "$D" 2>/dev/null || { mkdir -p "${D%/*}" && mkdir "$D" 2>/dev/null; } || exit 86
+read -r s < /proc/$$/stat; st22 $s; echo "$$ $T" > "$D/runner"
 : > "$D/progress"
+if [ "${STEP_SUPERSEDE:-}" = 1 ]; then
+	( me=$D
+	for D in "${me%-*}"-????????????????; do
+		[ "$D" = "$me" ] || [ ! -d "$D" ] && continue
+		if ended; then rm -rf "$D"; else cancel; fi
+	done ) &
+fi
 kids() {
 	for f in /proc/[0-9]*/status; do
 		{ while read -r k v; do
@@ -89,8 +116,14 @@ wait $!
 rc=$?
 read -r g < "$D/pgid" 2>/dev/null && kill -s KILL -- "-$g" 2>/dev/null
 wait
-rm -f "$D/pipe"
-echo "$rc $(date +%s)" > "$D/exit.tmp" && mv "$D/exit.tmp" "$D/exit"
+echo "$rc" > "$D/exit"
+echo "exit $rc"
+[ -e "$D/cancelled" ] && echo cancelled
+if [ -s "$D/progress" ]; then
+	printf 'progress '; tail -c 512 "$D/progress" | hex; echo
+	echo "progressed $(stat -c %Y "$D/progress")"
+fi
+if [ "$rc" != 0 ]; then printf 'out '; tail -c 1024 "$D/out" | hex; echo; fi
 while kids; do sleep 0.1; done
 exit 87`
 
@@ -100,10 +133,7 @@ const observeScript = prelude + `observe "$3" "$2"`
 
 // cancelScript kills step $1's process group unless it has ended, marks it
 // cancelled, and prints its state after waiting up to $2×50ms for its end.
-const cancelScript = prelude + `if [ -d "$D" ] && [ ! -e "$D/exit" ]; then
-	: > "$D/cancelled"
-	if alive && read -r g < "$D/pgid" 2>/dev/null; then kill -s KILL -- "-$g" 2>/dev/null; fi
-fi
+const cancelScript = prelude + `cancel
 observe 0 "$2"`
 
 // forgetScript removes step $1's directory once it has ended, so that its

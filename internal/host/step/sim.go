@@ -26,23 +26,25 @@ const (
 type Request struct {
 	Verb Verb
 	Key  Key
-	// Argv is the step's command (VerbStart).
-	Argv []string
+	// Argv is the step's command, Supersedes its option (VerbStart).
+	Argv       []string
+	Supersedes bool
 	// Wait is how long the command waits for the step's end before it answers
 	// (VerbObserve, VerbCancel; Start's is the observe that follows it).
 	Wait time.Duration
 }
 
-// Decode reads a command this package built; ok is false for any other.
-func Decode(cmd []string) (r Request, ok bool) {
+// Decode reads a command this package built, with the environment it runs
+// with (a start's key and options are there); ok is false for any other.
+func Decode(cmd []string, env map[string]string) (r Request, ok bool) {
 	if len(cmd) < 5 || cmd[0] != "sh" || cmd[1] != "-c" || cmd[3] != "step" {
 		return Request{}, false
 	}
 	if cmd[2] == reaper {
-		if len(cmd) < 7 || cmd[4] != runner {
+		if len(cmd) < 6 || cmd[4] != runner {
 			return Request{}, false
 		}
-		return Request{Verb: VerbStart, Key: keyOf(cmd[5]), Argv: cmd[6:]}, true
+		return Request{Verb: VerbStart, Key: keyOf(env["STEP_DIR"]), Argv: cmd[5:], Supersedes: env["STEP_SUPERSEDE"] == "1"}, true
 	}
 	verbs := map[string]Verb{observeScript: VerbObserve, cancelScript: VerbCancel, forgetScript: VerbForget}
 	v, known := verbs[cmd[2]]
@@ -66,6 +68,9 @@ type Simulated struct {
 	// output.
 	Progress, Out string
 }
+
+// Taken is what a runner answers, ended, when its key was taken.
+const Taken = runnerTaken
 
 // Print is what a container prints for observe at now: s, or absent (nil).
 func Print(s *Simulated, now time.Time) string {

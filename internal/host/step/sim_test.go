@@ -10,15 +10,14 @@ import (
 func TestSimulatedRoundTrip(t *testing.T) {
 	s := Step{ID: "seed", Argv: []string{"sh", "-c", "true"}}
 	key := s.Key()
-	start := append([]string{"sh", "-c", reaper, "step", runner, dir(key)}, s.Argv...)
-	if r, ok := Decode(start); !ok || r.Verb != VerbStart || r.Key != key || len(r.Argv) != 3 {
+	if r, ok := Decode(launchCmd(s), map[string]string{"STEP_DIR": dir(key), "STEP_SUPERSEDE": "1"}); !ok || r.Verb != VerbStart || r.Key != key || len(r.Argv) != 3 || !r.Supersedes {
 		t.Fatalf("start decoded as %+v, %v", r, ok)
 	}
 	observe := []string{"sh", "-c", cancelScript, "step", dir(key), ticks(300 * time.Millisecond), ticks(0)}
-	if r, ok := Decode(observe); !ok || r.Verb != VerbCancel || r.Wait != 300*time.Millisecond {
+	if r, ok := Decode(observe, nil); !ok || r.Verb != VerbCancel || r.Wait != 300*time.Millisecond {
 		t.Fatalf("cancel decoded as %+v, %v", r, ok)
 	}
-	if _, ok := Decode([]string{"sh", "-c", "echo", "step", "x"}); ok {
+	if _, ok := Decode([]string{"sh", "-c", "echo", "step", "x"}, nil); ok {
 		t.Fatal("a foreign command decoded")
 	}
 	now := time.Unix(1000, 0)

@@ -1,12 +1,16 @@
 // Package step runs long steps inside a container without holding the caller:
 // init scripts, data operations, rotations, anything an exec may spend more
-// than about a second on. Start launches a step detached (a Docker exec nobody
-// waits for) and returns; later calls Observe it from the state it keeps in
-// the container, and Cancel stops it. The state lives in the container, not in
-// the manager, so a restarted manager finds a step where it is and never runs
-// it twice.
+// than about a second on. Start launches a step's runner (a prepared exec
+// launched: its environment on stdin) and waits a few hundred ms: a step that
+// ends within them is answered by its runner at once, a slower one runs on,
+// detached, and later calls Observe it from the state it keeps in the
+// container; Cancel stops it, and a step that Supersedes stops the others of
+// its ID. A runner held ahead (Hold) costs no exec start, so a fast step costs
+// what one prepared exec does. The state lives in the container, not in the
+// manager, so a restarted manager finds a step where it is and never runs it
+// twice.
 //
-// In the container a step is three processes deep: the runner (the detached
+// In the container a step is three processes deep: the runner (the launched
 // exec's own process, which waits for the step, records its end and reaps),
 // the step in a session and process group of its own (setsid: Cancel kills
 // that group, never the runner), and whatever the step starts. The runner
@@ -39,6 +43,10 @@ type Step struct {
 	// one is its progress.
 	Argv []string
 	Env  map[string]string
+	// Supersedes: starting it cancels the steps of its ID still running in
+	// the container and removes those ended: one at a time, the latest wins
+	// (a data operation, whose new request replaces the one before).
+	Supersedes bool
 }
 
 // Key tells a step from any other: its ID and a hash of its command and
@@ -106,6 +114,9 @@ type State struct {
 	// Message says why a step Failed or was Cancelled: the last line of its
 	// output (untrusted, bounded, as Progress), or what became of its runner.
 	Message string
+	// Earlier: Start found its key started before (by any runner, a manager
+	// before this one): the state is that run's, not one of this Start.
+	Earlier bool
 }
 
 // Ended says the step will change no more.

@@ -80,28 +80,38 @@ func TestCleanBoundsUntrustedText(t *testing.T) {
 	}
 }
 
-// On a driver: Start is one detached exec and one exec that reads the state;
-// Observe is one exec; a driver's failure is an error, not a state.
+// On a driver: Start is one prepared exec launched, answered by the runner
+// itself when the step ends within the inline wait, else by one state exec; a runner held ahead spares the exec start; Observe
+// is one exec; a driver's failure is an error, not a state.
 func TestRunnerCalls(t *testing.T) {
 	f := fake.New()
 	c, err := f.SeedContainer(dd.ContainerSpec{Name: "c", Image: "img", Labels: map[string]string{"o": "1"}, OwnerLabel: "o"}, true)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.OnExec(fake.ExecRule{Result: dd.ExecResult{Stdout: "running\nstarted 1\nnow 2\nprogress \nout \n"}})()
 	r := New(f, 300*time.Millisecond)
 	s := Step{ID: "seed", Argv: []string{"true"}}
 	ctx := context.Background()
+	defer f.OnExec(fake.ExecRule{Result: dd.ExecResult{Stdout: "running\nstarted 1\nnow 2\n"}})()
+	f.OnExec(fake.ExecRule{Hang: true, Times: 1})
 	if st, err := r.Start(ctx, c.ID, s); err != nil || st.Phase != Running || st.Key != s.Key() {
-		t.Fatalf("Start = %+v, %v", st, err)
+		t.Fatalf("Start of a step that runs on = %+v, %v", st, err)
 	}
-	if f.Calls(fake.VerbExecDetached) != 1 || f.Calls(fake.VerbExec) != 1 {
-		t.Errorf("Start made %d detached execs and %d execs; want 1 and 1", f.Calls(fake.VerbExecDetached), f.Calls(fake.VerbExec))
+	if p, x := f.Calls(fake.VerbPrepareExec), f.Calls(fake.VerbExec); p != 1 || x != 2 {
+		t.Errorf("Start of a slow step prepared %d execs and ran %d; want the runner's and a read of its state, 1 and 2", p, x)
 	}
-	if _, err := r.Observe(ctx, c.ID, s.Key()); err != nil || f.Calls(fake.VerbExec) != 2 {
+	defer f.OnExec(fake.ExecRule{Result: dd.ExecResult{ExitCode: RunnerExit, Stdout: "exit 0 2\nstarted 1\nnow 2\n"}, Times: 1})()
+	r.Hold(c.ID, s)
+	if st, err := r.Start(ctx, c.ID, Step{ID: "seed", Argv: []string{"true"}, Env: map[string]string{"A": "1"}}); err != nil || st.Phase != Done || st.Elapsed != time.Second {
+		t.Fatalf("Start of a step that ends at once = %+v, %v", st, err)
+	}
+	if p, x := f.Calls(fake.VerbPrepareExec), f.Calls(fake.VerbExec); p != 2 || x != 3 {
+		t.Errorf("Hold, then Start: %d prepared and %d run in all; want 2 and 3 (Start took the held one)", p, x)
+	}
+	if _, err := r.Observe(ctx, c.ID, s.Key()); err != nil || f.Calls(fake.VerbExec) != 4 {
 		t.Errorf("Observe: %v, %d execs in all; want one more", err, f.Calls(fake.VerbExec))
 	}
-	defer f.Inject(fake.Fault{Verb: fake.VerbExecDetached, Err: dd.ErrUnavailable})()
+	defer f.Inject(fake.Fault{Verb: fake.VerbPrepareExec, Err: dd.ErrUnavailable})()
 	if _, err := r.Start(ctx, c.ID, s); err == nil {
 		t.Errorf("Start with Docker down gave no error")
 	}

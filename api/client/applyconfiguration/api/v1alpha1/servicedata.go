@@ -27,6 +27,9 @@ type ServiceDataApplyConfiguration struct {
 	RequestServices []apiv1alpha1.Engine    `json:"requestServices,omitempty"`
 	// error is why that request failed on this service, in the engine's words.
 	Error *string `json:"error,omitempty"`
+	// running says what of spec.data's request runs in the container while it
+	// runs, and for how long ("restore running 3s").
+	Running *string `json:"running,omitempty"`
 	// lastReset, lastCheckpoint and lastRestore are the last of each done.
 	LastReset      *DataOperationApplyConfiguration `json:"lastReset,omitempty"`
 	LastCheckpoint *DataOperationApplyConfiguration `json:"lastCheckpoint,omitempty"`
@@ -70,6 +73,14 @@ func (b *ServiceDataApplyConfiguration) WithRequestServices(values ...apiv1alpha
 // If called multiple times, the Error field is set to the value of the last call.
 func (b *ServiceDataApplyConfiguration) WithError(value string) *ServiceDataApplyConfiguration {
 	b.Error = &value
+	return b
+}
+
+// WithRunning sets the Running field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Running field is set to the value of the last call.
+func (b *ServiceDataApplyConfiguration) WithRunning(value string) *ServiceDataApplyConfiguration {
+	b.Running = &value
 	return b
 }
 
