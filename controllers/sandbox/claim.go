@@ -120,9 +120,14 @@ func (r *Reconciler) claimedRotating(w serviceWork, got host.Claimed, res servic
 		res.status.Host = host.Address(got.Container, w.svc.Network)
 	}
 	res.containers = okPart(sandboxv1.ReasonRunning)
-	res.probes = part{reason: sandboxv1.ReasonProbing, message: fmt.Sprintf(
-		"%s: claimed a warm member as %s; rotating its password to the Sandbox's", w.svc.Engine.Name(), w.svc.Container.Name)}
-	res.after(got.Poll)
+	return res.rotating(fmt.Sprintf("%s: claimed a warm member as %s; rotating its password to the Sandbox's",
+		w.svc.Engine.Name(), w.svc.Container.Name), got.Poll)
+}
+
+// rotating reports a claimed member whose rotation runs, looked at again at poll.
+func (res serviceResult) rotating(message string, poll time.Duration) serviceResult {
+	res.probes = part{reason: sandboxv1.ReasonProbing, message: message}
+	res.after(poll)
 	return res
 }
 

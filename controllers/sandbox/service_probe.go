@@ -30,9 +30,7 @@ func (r *Reconciler) probeService(ctx context.Context, w serviceWork, c dd.Conta
 			// whose rotation runs on.
 			var poll time.Duration
 			if passed, detail, poll = r.rotateClaimed(ctx, w, c, addr); poll > 0 {
-				res.probes = part{reason: sandboxv1.ReasonProbing, message: e.Name() + ": " + detail}
-				res.after(poll)
-				return res
+				return res.rotating(e.Name()+": "+detail, poll)
 			}
 		}
 		sandboxMetrics.probeAttempts.WithLabelValues(e.Name(), map[bool]string{true: "success", false: "failure"}[passed]).Inc()

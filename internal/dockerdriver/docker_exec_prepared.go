@@ -152,10 +152,10 @@ func (p *preparedExec) Launch(ctx context.Context, env map[string]string, wait t
 	case err := <-p.st.copied:
 		p.st.copied <- err
 	case <-t.C:
-		go func() { <-p.st.copied; p.st.att.Close() }()
+		go p.drain()
 		return ExecResult{}, false, nil
 	case <-ctx.Done(): // the caller is gone; the command runs on all the same
-		go func() { <-p.st.copied; p.st.att.Close() }()
+		go p.drain()
 		return ExecResult{}, false, nil
 	}
 	res, err := p.d.waitExec(ctx, p.id, p.st)
@@ -164,6 +164,13 @@ func (p *preparedExec) Launch(ctx context.Context, env map[string]string, wait t
 		return ExecResult{}, true, wrap("exec", p.ref, err)
 	}
 	return res, true, nil
+}
+
+// drain reads a launched command's output until it ends, then lets its
+// connection go.
+func (p *preparedExec) drain() {
+	<-p.st.copied //nolint:errcheck // nobody waits for this output: its end is all that counts
+	p.st.att.Close()
 }
 
 // ended says the held shell's output stream has ended: it is gone. The copy's

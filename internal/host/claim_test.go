@@ -93,10 +93,10 @@ func TestClaimsSlowRotationRunsOn(t *testing.T) {
 	svc := service(512 << 20)
 	svc.Password = "sandbox-pw"
 	h, f := newHost()
-	m := offerMember(t, h, f, svc, "sandboxpool-a")
+	offerMember(t, h, f, svc, "sandboxpool-a")
 	defer f.OnExec(fake.ExecRule{Result: dd.ExecResult{Stdout: "running\nstarted 1\nnow 2\n"}})()
 	f.OnExec(fake.ExecRule{Hang: true, Times: 1}) // the runner, launched
-	m, _ = h.Warm().Take("ns", "class", nil)
+	m, _ := h.Warm().Take("ns", "class", nil)
 	got, err := h.Claim(ctx, svc, m)
 	if err != nil || !got.Renamed || !got.Rotating || got.Poll <= 0 || got.Container.Name != svc.Container.Name {
 		t.Fatalf("Claim with a slow rotation = %+v, %v; want it renamed, Rotating, with a poll", got, err)

@@ -2,15 +2,24 @@ package host_test
 
 import (
 	"context"
+	"encoding/hex"
+	"strings"
 	"testing"
 	"time"
 
-	ct "github.com/roboco-sandbox/sandbox-controller/controllers/controllertest"
 	dd "github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver"
 	"github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver/fake"
 	"github.com/roboco-sandbox/sandbox-controller/internal/engine"
 	"github.com/roboco-sandbox/sandbox-controller/internal/host"
+	"github.com/roboco-sandbox/sandbox-controller/internal/host/step"
 	"github.com/roboco-sandbox/sandbox-controller/internal/testenv"
+)
+
+// ended and running are what a step's runner, and a read of its state, print.
+var (
+	ended   = dd.ExecResult{ExitCode: step.RunnerExit, Stdout: "exit 0\n"}
+	running = dd.ExecResult{Stdout: "running\nstarted 1\nnow 2\n"}
+	done    = dd.ExecResult{Stdout: "exit 0 3\nstarted 1\nnow 3\n"}
 )
 
 // A data operation is a step of its request; a container's second one runs in
@@ -18,17 +27,13 @@ import (
 // shell broke runs in a new one all the same; a slow one is Running, then
 // done once its step ends; a Docker failure is an error, not the engine's word.
 func TestDataRunsAsAStepHeldAhead(t *testing.T) {
-	sim := ct.NewEngineSim()
-	sim.AddNetwork("sbx")
-	h := host.New(sim, time.Second, host.NewPulls(sim, func(string) {}, nil))
+	h, f := newHost()
 	svc := service(512 << 20)
-	c, err := sim.SeedContainer(svc.Container, true)
+	c, err := f.SeedContainer(svc.Container, true)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := sim.WriteFile(c.ID, "/run/secrets/postgres-password", []byte(svc.Password)); err != nil {
-		t.Fatal(err)
-	}
+	clear := f.OnExec(fake.ExecRule{Result: ended})
 	ctx := context.Background()
 	data := func(op engine.DataOp, req string) host.DataRun {
 		t.Helper()
@@ -38,41 +43,43 @@ func TestDataRunsAsAStepHeldAhead(t *testing.T) {
 		}
 		return run
 	}
+	prepared := func(n int) {
+		t.Helper()
+		testenv.WaitFor(t, 30*time.Second, 10*time.Millisecond, "a runner held ahead", func() bool { return f.Calls(fake.VerbPrepareExec) == n })
+	}
 	if run := data(engine.OpCheckpoint, "c1"); run.Running || run.Failed != "" {
 		t.Fatalf("checkpoint: %+v", run)
 	}
-	held := func(n int) {
-		t.Helper()
-		testenv.WaitFor(t, 30*time.Second, 10*time.Millisecond, "a runner held ahead", func() bool { return sim.Calls(fake.VerbPrepareExec) == n })
-	}
-	held(2)
+	prepared(2)
 	if run := data(engine.OpRestore, "r1"); run.Running || run.Failed != "" {
 		t.Fatalf("restore: %+v", run)
 	}
-	held(3) // the restore took the held one: none of its own
-	sim.BreakHeldExecs(c.ID)
+	prepared(3) // the restore took the held one, and held the next
+	f.BreakHeldExecs(c.ID)
 	if run := data(engine.OpReset, "z1"); run.Running || run.Failed != "" {
 		t.Fatalf("reset after its held runner broke: %+v", run)
 	}
-	if n := sim.OpsRun(c.ID, engine.OpRestore) + sim.OpsRun(c.ID, engine.OpReset); n != 2 {
-		t.Errorf("%d restores and resets ran, want 2", n)
+	if x := f.Calls(fake.VerbExec); x != 3 {
+		t.Errorf("three quick operations ran %d execs, want 3 (their runners, no state read)", x)
 	}
 
-	defer sim.SlowSteps(ct.SlowStep{ID: "data", For: 2 * time.Second})()
-	run := data(engine.OpReset, "z2")
-	if !run.Running || run.Poll <= 0 {
+	clear()
+	defer f.OnExec(fake.ExecRule{Result: running})()
+	f.OnExec(fake.ExecRule{Hang: true, Times: 1}) // the runner, launched
+	if run := data(engine.OpReset, "z2"); !run.Running || run.Poll <= 0 {
 		t.Fatalf("a slow reset: %+v; want Running, with a poll", run)
 	}
-	testenv.WaitFor(t, 30*time.Second, 50*time.Millisecond, "the slow reset done", func() bool {
-		run = data(engine.OpReset, "z2")
-		return !run.Running
-	})
-	if run.Failed != "" || run.Took < 2*time.Second {
-		t.Errorf("the slow reset: %+v; want done, in 2s or more", run)
+	defer f.OnExec(fake.ExecRule{Result: done})()
+	if run := data(engine.OpReset, "z2"); run.Running || run.Failed != "" {
+		t.Errorf("the slow reset once its step ended: %+v; want done", run)
+	}
+	defer f.OnExec(fake.ExecRule{Result: dd.ExecResult{ExitCode: step.RunnerExit, Stdout: "exit 1\nout " + hex.EncodeToString([]byte("ERROR: boom")) + "\n"}})()
+	if run := data(engine.OpRestore, "r2"); !strings.HasSuffix(run.Failed, "restore: ERROR: boom") {
+		t.Errorf("a failed restore: %+v; want the engine's words", run)
 	}
 
-	defer sim.Inject(fake.Fault{Verb: fake.VerbExec, Err: dd.ErrUnavailable})()
-	defer sim.Inject(fake.Fault{Verb: fake.VerbPrepareExec, Err: dd.ErrUnavailable})()
+	defer f.Inject(fake.Fault{Verb: fake.VerbExec, Err: dd.ErrUnavailable})()
+	defer f.Inject(fake.Fault{Verb: fake.VerbPrepareExec, Err: dd.ErrUnavailable})()
 	if run, err := h.Data(ctx, svc, c, "10.0.0.2", engine.OpReset, "z3"); err == nil || run.Failed != "" {
 		t.Errorf("with Docker down: %+v, err %v; want an error and no verdict", run, err)
 	}
