@@ -16,78 +16,40 @@ import (
 	"github.com/roboco-sandbox/sandbox-controller/internal/host"
 )
 
-// probeService runs one bounded probe, then the feature steps once it passes.
+// probeService runs one bounded probe, then the steps that make a new
+// container ready once it passes: its features, its seed, the initial
+// snapshot. Each step runs beside the pass; one still running ends the pass.
 func (r *Reconciler) probeService(ctx context.Context, w serviceWork, c dd.Container, addr string, res serviceResult) serviceResult {
-	e := w.svc.Engine
 	alreadyAnswered := w.prev.Ready && w.prev.ContainerID == c.ID
 	claimed := c.Labels[host.LabelPoolUID] != ""
 	// Note: a seed starts once the probe passed and the features verified.
 	underway := !alreadyAnswered && r.Host.SeedUnderway(w.svc, c, addr)
+	var ok bool
 	if !alreadyAnswered && !underway {
-		passed, detail := r.Host.Probe(ctx, w.svc, c, addr)
-		if !passed && claimed {
-			// A claim a crash cut short between its rename and its rotation, or
-			// whose rotation runs on.
-			var poll time.Duration
-			if passed, detail, poll = r.rotateClaimed(ctx, w, c, addr); poll > 0 {
-				return res.rotating(e.Name()+": "+detail, poll)
-			}
-		}
-		sandboxMetrics.probeAttempts.WithLabelValues(e.Name(), map[bool]string{true: "success", false: "failure"}[passed]).Inc()
-		if !passed {
-			return r.probeFailed(ctx, w, c, detail, res)
+		if res, ok = r.answer(ctx, w, c, addr, claimed, res); !ok {
+			return res
 		}
 	}
 	// Note: a claimed member's pool verified its features (they are its class).
 	featuresVerified := claimed || underway || alreadyAnswered && slices.Equal(class.FeatureStrings(w.prev.Features), w.svc.Features)
 	if len(w.svc.Features) > 0 && !featuresVerified {
-		if act := r.Host.Activate(ctx, w.svc, c, addr); act.Running {
-			res.probes = part{reason: sandboxv1.ReasonProbing, message: act.Progress}
-			res.after(act.Poll)
-			return res
-		} else if act.Failed != "" {
-			res.probes = part{reason: sandboxv1.ReasonFeatureVerifyFailed,
-				message: fmt.Sprintf("%s; retrying in %s", act.Failed, retryLater(ctx).Round(time.Second))}
+		if res, ok = r.enableFeatures(ctx, w, c, addr, res); !ok {
 			return res
 		}
 	}
 	// Note: a claimed member was seeded by its pool (its class includes the scripts).
-	if len(w.svc.Init) > 0 && !alreadyAnswered && !claimed {
-		if seed := r.Host.Seed(ctx, w.svc, c, addr, r.seedLane(w.sb, e.Name())); seed.CutShort {
-			return r.reseed(ctx, w, c, seed.Failed, res)
-		} else if seed.Failed != "" {
-			res.probes = part{reason: sandboxv1.ReasonInitFailed, message: fmt.Sprintf(
-				"%s init script %s; it runs again, on a new container, once its ConfigMap, Secret or the spec changes", e.Name(), seed.Failed)}
-			res.stalled = true
-			return res
-		} else if seed.Running {
-			res.probes = part{reason: sandboxv1.ReasonSeeding, message: "Seeding: " + seed.Progress}
-			res.after(seed.Poll)
+	fresh := !alreadyAnswered && !claimed
+	if fresh && len(w.svc.Init) > 0 {
+		if res, ok = r.seed(ctx, w, c, addr, res); !ok {
 			return res
 		}
 	}
-	if !alreadyAnswered && !claimed {
-		if snap := r.Host.SnapshotInitial(ctx, w.svc, c, addr); snap.Running {
-			res.probes = part{reason: sandboxv1.ReasonProbing, message: fmt.Sprintf(
-				"taking the initial snapshot a reset returns to (running %s)", snap.For)}
-			res.after(snap.Poll)
-			return res
-		} else if snap.Failed != "" {
-			res.probes = part{reason: sandboxv1.ReasonProbing, message: fmt.Sprintf(
-				"taking the initial snapshot a reset returns to: %s; retrying in %s", snap.Failed, retryLater(ctx).Round(time.Second))}
+	if fresh {
+		if res, ok = r.snapshotInitial(ctx, w, c, addr, res); !ok {
 			return res
 		}
 	}
-	res.status.Features = make([]sandboxv1.Feature, len(w.svc.Features))
-	for i, f := range w.svc.Features {
-		res.status.Features[i] = sandboxv1.Feature(f)
-	}
-	res.status.Ready = true
-	res.probes = okPart(sandboxv1.ReasonReady)
-	if !alreadyAnswered && w.prev.ContainerID == "" && res.status.Restarts == 0 {
-		sandboxMetrics.timeToReady.WithLabelValues(e.Name()).Observe(time.Since(w.sb.CreationTimestamp.Time).Seconds())
-	}
-	return res
+	return serviceReady(w, alreadyAnswered, res)
 }
 
 // probeFailed says the service has not answered yet, or that it did not answer in

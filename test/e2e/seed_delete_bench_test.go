@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"strings"
 	"testing"
 	"time"
 
@@ -86,7 +85,7 @@ func seedDeleted(t *testing.T, res dynamic.ResourceInterface, name string) (seed
 			t.Fatalf("%s was deleted before it was Seeding", name)
 		case ev.Type == watch.Deleted:
 			return seeding, time.Since(deleted), uid
-		case deleted.IsZero() && strings.HasPrefix(servicesReadyOf(obj), "Seeding:"):
+		case deleted.IsZero() && isSeeding(obj):
 			seeding, uid = time.Since(start), string(obj.GetUID())
 			deleted = time.Now()
 			if err := res.Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
@@ -98,13 +97,8 @@ func seedDeleted(t *testing.T, res dynamic.ResourceInterface, name string) (seed
 	return 0, 0, ""
 }
 
-// servicesReadyOf is "<reason>: <message>" of a Sandbox's ServicesReady.
-func servicesReadyOf(obj *unstructured.Unstructured) string {
-	conds, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
-	for _, c := range conds {
-		if m, ok := c.(map[string]any); ok && m["type"] == "ServicesReady" {
-			return fmt.Sprintf("%v: %v", m["reason"], m["message"])
-		}
-	}
-	return ""
+// isSeeding says a Sandbox's ServicesReady says Seeding.
+func isSeeding(obj *unstructured.Unstructured) bool {
+	reason, _ := servicesReadyOf(obj)
+	return reason == "Seeding"
 }
