@@ -42,6 +42,7 @@ type simStep struct {
 	step.Simulated
 	id    string
 	argv  []string
+	env   map[string]string
 	files int // a seed's scripts, for its progress
 	// runs is how long it takes (fake.Forever: until ended), bound when it
 	// is killed (0: never).
@@ -176,11 +177,12 @@ func (s *EngineSim) startStep(ctx context.Context, c dd.Container, req step.Requ
 	argv, timeout := unwrapTimeout(req.Argv)
 	id := idOf(req.Key)
 	runs := s.stepsState.slowFor(c, id)
-	res, err := s.Exec(ctx, c.ID, dd.ExecSpec{Cmd: argv, Env: env, Timeout: max(timeout, time.Minute)})
-	if err != nil {
-		res = dd.ExecResult{ExitCode: 1, Stderr: err.Error()}
+	st := &simStep{Simulated: step.Simulated{Started: time.Now()}, id: id, argv: argv, env: env, runs: runs, bound: timeout, files: seedFiles(argv)}
+	if runs != fake.Forever {
+		// Note: a step that never ends by itself (cancelled, killed at its
+		// bound) never does its work; EndSteps runs it when it ends one.
+		st.res = s.runStepCommand(ctx, c.ID, st)
 	}
-	st := &simStep{Simulated: step.Simulated{Started: time.Now()}, id: id, argv: argv, runs: runs, bound: timeout, res: res, files: seedFiles(argv)}
 	s.stepsState.mu.Lock()
 	if s.stepsState.steps == nil {
 		s.stepsState.steps, s.stepsState.starts = map[string]map[step.Key]*simStep{}, map[string]int{}
@@ -310,17 +312,30 @@ func (s *EngineSim) EndSteps(container string) {
 		return
 	}
 	s.stepsState.mu.Lock()
-	now := time.Now()
-	ended := 0
+	var ending []*simStep
 	for _, st := range s.stepsState.steps[c.ID] {
-		if st.Ended.IsZero() && !st.due(now) {
-			st.runs, st.bound = max(now.Sub(st.Started), time.Nanosecond), 0
-			st.settle(now)
-			ended++
+		if st.Ended.IsZero() && !st.due(time.Now()) {
+			ending = append(ending, st)
 		}
 	}
 	s.stepsState.mu.Unlock()
-	for range ended {
+	for _, st := range ending {
+		res := s.runStepCommand(context.Background(), c.ID, st)
+		s.stepsState.mu.Lock()
+		now := time.Now()
+		st.res, st.runs, st.bound = res, max(now.Sub(st.Started), time.Nanosecond), 0
+		st.settle(now)
+		s.stepsState.mu.Unlock()
 		s.ExecDied(c.ID, step.RunnerExit)
 	}
+}
+
+// runStepCommand runs st's command through the simulator's Exec (exec rules
+// apply): the result it ends with.
+func (s *EngineSim) runStepCommand(ctx context.Context, id string, st *simStep) dd.ExecResult {
+	res, err := s.Exec(ctx, id, dd.ExecSpec{Cmd: st.argv, Env: st.env, Timeout: max(st.bound, time.Minute)})
+	if err != nil {
+		return dd.ExecResult{ExitCode: 1, Stderr: err.Error()}
+	}
+	return res
 }
