@@ -70,6 +70,9 @@ func (tr *seedsTrace) end(phase string, from time.Time) {
 	}
 	t.Logf("  trace of %s: the sandbox controller's passes per namespace (V(5) lines):", phase)
 	for ns, ds := range passesByNamespace(managerLog(t, tr.m), from, now) {
+		if !strings.HasSuffix(ns, runID) { // another run's containers' events, on the shared daemon
+			continue
+		}
 		s := slices.Sorted(slices.Values(ds))
 		t.Logf("    %-32s %5d passes, p50 %s, p99 %s, max %s, over 1s %d", ns, len(s), ms(s[len(s)/2]), ms(s[len(s)*99/100]),
 			ms(s[len(s)-1]), len(s)-indexOver(s, time.Second))
