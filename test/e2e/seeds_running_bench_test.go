@@ -35,9 +35,14 @@ const (
 func TestBenchSeedsRunning(t *testing.T) {
 	testenv.BenchOnly(t)
 	n := benchCount("SANDBOX_BENCH_SEEDS_RUNNING", 7)
+	tr, traceArgs := newSeedsTrace(t)
+	metrics := testenv.FreeAddr(t)
 	// Note: every lane to the one namespace of seeds, and each script within its timeout.
-	metrics := startManagerWithMetrics(t, "--seed-lanes", strconv.Itoa(seedLanes),
-		"--seed-lanes-per-namespace", strconv.Itoa(seedLanes), "--init-script-timeout", "2m")
+	m := startManager(t, append([]string{"--metrics-bind-address", metrics, "--seed-lanes", strconv.Itoa(seedLanes),
+		"--seed-lanes-per-namespace", strconv.Itoa(seedLanes), "--init-script-timeout", "2m"}, traceArgs...)...)
+	if tr != nil {
+		tr.m = m
+	}
 	b := newPoolBench(t, "bench-seeds-running", 3, "postgres", "redis")
 	load := newSeedLoad(t, b)
 	t.Logf("load average at start: %s", loadAvg())
@@ -45,6 +50,8 @@ func TestBenchSeedsRunning(t *testing.T) {
 
 	phase := func(name string, between func()) runPhase {
 		p := runPhase{name: name, before: readPasses(t, metrics), work: readWork(t, metrics)}
+		from, probes := time.Now(), counterSum(t, metrics, "sandbox_probe_attempts_total")
+		tr.begin()
 		for i := range n {
 			for k := range 2 {
 				b.waitFull(3 * time.Minute)
@@ -62,6 +69,9 @@ func TestBenchSeedsRunning(t *testing.T) {
 		p.passes = passesSince(p.before, readPasses(t, metrics))
 		p.queue = readWork(t, metrics).since(p.work)
 		p.load = loadAvg()
+		p.took = time.Since(from)
+		p.probes = perSecond(counterSum(t, metrics, "sandbox_probe_attempts_total")-probes, p.took)
+		tr.end(name, from)
 		return p
 	}
 	base1 := phase("base1", nil)
@@ -96,6 +106,7 @@ func TestBenchSeedsRunning(t *testing.T) {
 			t.Logf("    %s", l)
 		}
 		t.Logf("    queue waits and passes: %s", p.queue)
+		t.Logf("    readiness probes run (sandbox_probe_attempts_total) over its %s: %s", p.took.Round(time.Second), p.probes)
 	}
 }
 
@@ -108,6 +119,8 @@ type runPhase struct {
 	work        workMeans
 	passes      []passQuantile
 	queue, load string
+	took        time.Duration
+	probes      string
 }
 
 // settled waits, up to limit, for a quiet machine as settle does, and says
