@@ -1,0 +1,94 @@
+package controllertest
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	dd "github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver"
+	"github.com/roboco-sandbox/sandbox-controller/internal/host/step"
+)
+
+// What specs ask of the simulated steps: make them slow, end them, count
+// and list them.
+
+// SlowStep makes the steps whose ID is ID (in Container, "": any) run for For
+// (fake.Forever: until cancelled or their container goes) before they end.
+type SlowStep struct {
+	Container, ID string
+	For           time.Duration
+}
+
+// SlowSteps makes steps slow; clear undoes it (steps already started keep
+// their time).
+func (s *EngineSim) SlowSteps(r SlowStep) (clear func()) {
+	s.stepsState.mu.Lock()
+	defer s.stepsState.mu.Unlock()
+	p := &r
+	s.stepsState.slow = append([]*SlowStep{p}, s.stepsState.slow...)
+	return func() {
+		s.stepsState.mu.Lock()
+		defer s.stepsState.mu.Unlock()
+		s.stepsState.slow = slices.DeleteFunc(s.stepsState.slow, func(x *SlowStep) bool { return x == p })
+	}
+}
+
+// StepsStarted is how many steps of ID were started (each key once).
+func (s *EngineSim) StepsStarted(id string) int {
+	s.stepsState.mu.Lock()
+	defer s.stepsState.mu.Unlock()
+	return s.stepsState.starts[id]
+}
+
+// RunningSteps lists the keys of the steps running in container (a name or ID).
+func (s *EngineSim) RunningSteps(container string) []string {
+	c, ok := s.Peek(container)
+	if !ok {
+		return nil
+	}
+	s.stepsState.mu.Lock()
+	defer s.stepsState.mu.Unlock()
+	var out []string
+	for k, st := range s.stepsState.steps[c.ID] {
+		if st.Ended.IsZero() && !st.due(time.Now()) {
+			out = append(out, string(k))
+		}
+	}
+	return out
+}
+
+// EndSteps ends the steps running in container (a name or ID) now, with the
+// result their command gave, as if their time were up.
+func (s *EngineSim) EndSteps(container string) {
+	c, ok := s.Peek(container)
+	if !ok {
+		return
+	}
+	s.stepsState.mu.Lock()
+	var ending []*simStep
+	for _, st := range s.stepsState.steps[c.ID] {
+		if st.Ended.IsZero() && !st.due(time.Now()) {
+			ending = append(ending, st)
+		}
+	}
+	s.stepsState.mu.Unlock()
+	for _, st := range ending {
+		res := s.runStepCommand(context.Background(), c.ID, st)
+		s.stepsState.mu.Lock()
+		now := time.Now()
+		st.res, st.runs, st.bound = res, max(now.Sub(st.Started), time.Nanosecond), 0
+		st.settle(now)
+		s.stepsState.mu.Unlock()
+		s.ExecDied(c.ID, step.RunnerExit)
+	}
+}
+
+// runStepCommand runs st's command through the simulator's Exec (exec rules
+// apply): the result it ends with.
+func (s *EngineSim) runStepCommand(ctx context.Context, id string, st *simStep) dd.ExecResult {
+	res, err := s.Exec(ctx, id, dd.ExecSpec{Cmd: st.argv, Env: st.env, Timeout: max(st.bound, time.Minute)})
+	if err != nil {
+		return dd.ExecResult{ExitCode: 1, Stderr: err.Error()}
+	}
+	return res
+}
