@@ -16,6 +16,7 @@ import (
 func (t *Table) shed(ctx context.Context, share int) {
 	held := t.heldHosts()
 	for i := len(held) - 1; i >= share; i-- {
+		logf.FromContext(ctx).Info("Giving the Lease of a Docker host up to the replicas that joined", "dockerHost", held[i], "share", share)
 		t.release(ctx, held[i])
 	}
 }

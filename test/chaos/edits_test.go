@@ -93,15 +93,10 @@ func (r *run) forgeRecord(ctx context.Context, c *cycle, rnd *rand.Rand) error {
 	if err != nil || sb == nil {
 		return nil
 	}
-	cs, err := r.h.containers(ctx, r.instance)
+	cs, err := r.attributed(ctx)
 	if err != nil {
 		return err
 	}
-	sbs, err := r.w.sandboxes(ctx)
-	if err != nil {
-		return err
-	}
-	claimantsOf(sbs).attribute(cs)
 	var victims []container
 	for _, ct := range cs {
 		if ct.pool != "" && ct.uid != string(sb.UID) && !ct.setAside() &&
@@ -133,7 +128,7 @@ func (r *run) forgeRecord(ctx context.Context, c *cycle, rnd *rand.Rand) error {
 // judgeForgery: the member a forged record named is where it was, and the
 // record is gone from the forger.
 func (r *run) judgeForgery(ctx context.Context, forger *sandboxv1.Sandbox, v container, key string) {
-	cs, err := r.h.containers(ctx, r.instance)
+	cs, err := r.attributed(ctx)
 	if err != nil {
 		return
 	}
@@ -141,7 +136,6 @@ func (r *run) judgeForgery(ctx context.Context, forger *sandboxv1.Sandbox, v con
 	if err != nil {
 		return
 	}
-	claimantsOf(sbs).attribute(cs)
 	i := slices.IndexFunc(cs, func(ct container) bool { return ct.id == v.id })
 	switch {
 	case i < 0:
@@ -152,8 +146,33 @@ func (r *run) judgeForgery(ctx context.Context, forger *sandboxv1.Sandbox, v con
 		r.violate(invForgedMember, fmt.Sprintf("%s's forged record named %s, which served uid %s and now %q", forger.Name, v.name, v.uid, cs[i].uid))
 	}
 	if sb := sbs[forger.Name]; sb != nil && sb.UID == forger.UID && sb.Annotations[key] != "" {
-		r.violate(invForgedMember, fmt.Sprintf("%s still carries the forged record %s=%s after %s", forger.Name, key, sb.Annotations[key], 3*sweepInterval+2*time.Second))
+		r.awaitRecordDropped(ctx, forger, key)
 	}
+}
+
+// awaitRecordDropped: the forger's pass drops the forged record. The pass runs
+// where the main host is driven; a host Lease being handed over (a replica
+// that came back in the cycle before takes its share) drives it nowhere for a
+// few seconds, so the grace starts once a replica drives it.
+func (r *run) awaitRecordDropped(ctx context.Context, forger *sandboxv1.Sandbox, key string) {
+	grace := 3*sweepInterval + 2*time.Second
+	if _, err := r.mainHolder(ctx); err != nil {
+		r.violate(invForgedMember, err.Error())
+		return
+	}
+	last := ""
+	for deadline := time.Now().Add(grace); time.Now().Before(deadline) && ctx.Err() == nil; sleep(ctx, 500*time.Millisecond) {
+		sbs, err := r.w.sandboxes(ctx)
+		if err != nil {
+			continue
+		}
+		sb := sbs[forger.Name]
+		if sb == nil || sb.UID != forger.UID || sb.Annotations[key] == "" {
+			return
+		}
+		last = sb.Annotations[key]
+	}
+	r.violate(invForgedMember, fmt.Sprintf("%s still carries the forged record %s=%s %s after a replica drove its host", forger.Name, key, last, grace))
 }
 
 // switchEndpoint points the main DockerHost at the other daemon for hold, as

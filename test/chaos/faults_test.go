@@ -160,8 +160,10 @@ func (r *run) deleteSecret(ctx context.Context, c *cycle, rnd *rand.Rand) error 
 }
 
 // removeContainer removes a random service container out of band (docker rm -fv).
+// A claimed member carries its pool's labels, not its Sandbox's UID: it is
+// attributed first, or its removal would explain nothing.
 func (r *run) removeContainer(ctx context.Context, c *cycle, rnd *rand.Rand) error {
-	cs, err := r.h.containers(ctx, r.instance)
+	cs, err := r.attributed(ctx)
 	if err != nil || len(cs) == 0 {
 		return err
 	}

@@ -156,3 +156,18 @@ func memberLeaks(cs []container, pools map[string]bool) []string {
 }
 
 func short(id string) string { return id[:min(12, len(id))] }
+
+// attributed lists the run's containers with each claimed member given its
+// Sandbox, as the invariants judge them.
+func (r *run) attributed(ctx context.Context) ([]container, error) {
+	cs, err := r.h.containers(ctx, r.instance)
+	if err != nil {
+		return nil, err
+	}
+	sbs, err := r.w.sandboxes(ctx)
+	if err != nil {
+		return nil, err
+	}
+	claimantsOf(sbs).attribute(cs)
+	return cs, nil
+}
