@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -100,10 +101,19 @@ func (r *Reconciler) forget(key types.NamespacedName) {
 	r.secrets.stop(key)
 }
 
-// wake re-queues the Sandbox a finished pull waited for (its key's string form).
+// wake re-queues what a finished pull or create waited for: a Sandbox (its
+// key's string form) or a pool (host.PoolWaiterPrefix).
 func (r *Reconciler) wake(waiter string) {
+	pool, isPool := strings.CutPrefix(waiter, host.PoolWaiterPrefix)
+	if isPool {
+		waiter = pool
+	}
 	ns, name, err := cache.SplitMetaNamespaceKey(waiter)
-	if err == nil {
+	switch {
+	case err != nil:
+	case isPool:
+		r.PokePool(types.NamespacedName{Namespace: ns, Name: name})
+	default:
 		r.Enqueue(types.NamespacedName{Namespace: ns, Name: name})
 	}
 }

@@ -21,6 +21,8 @@ import (
 // Pacing of a service that waits.
 const (
 	pullPollInterval = 5 * time.Second
+	// createPollInterval backs up the word that a create beside the pass ended.
+	createPollInterval = 5 * time.Second
 	// pausedRecheck backs the unpause event up.
 	pausedRecheck = time.Minute
 )
@@ -30,6 +32,11 @@ const (
 // containers of the service's engine.
 func (r *Reconciler) reconcileService(ctx context.Context, w serviceWork, ours []dd.ContainerSummary) serviceResult {
 	res := newServiceResult(w)
+	if r.Host.CreatePending(w.svc) {
+		// Note: its container may be listed half made (created, not started):
+		// the create's own end says what it made.
+		return r.ensureService(ctx, w, res)
+	}
 	obs, err := r.Host.Observe(ctx, w.svc, ours, w.prev.ContainerID)
 	if err != nil {
 		return res.dockerFailed(ctx, err, "observing "+w.svc.Container.Name)
@@ -178,6 +185,9 @@ func (r *Reconciler) ensureService(ctx context.Context, w serviceWork, res servi
 	case !pull.Present:
 		res.images = part{reason: sandboxv1.ReasonPulling, message: pull.Describe(image)}
 		return res.waiting(part{reason: sandboxv1.ReasonCreating, message: "waiting for image " + image}, "waiting for image "+image, pullPollInterval)
+	case got.Creating > 0:
+		return res.waiting(part{reason: sandboxv1.ReasonCreating, message: fmt.Sprintf("creating %s (%s)", w.svc.Container.Name, got.Creating.Round(100*time.Millisecond))},
+			w.svc.Engine.Name()+" is not running", createPollInterval)
 	case got.Taken != nil:
 		return r.nameConflict(ctx, w.sb, res, got.Taken)
 	case err != nil:

@@ -65,6 +65,11 @@ func (r *Reconciler) removeContainers(ctx context.Context, p *pass) (ctrl.Result
 	if p.released {
 		return ctrl.Result{}, true, nil
 	}
+	if n := r.Host.CancelCreates(string(p.sb.UID)); n > 0 {
+		// Note: each end removes what it made, and wakes the Sandbox.
+		logf.FromContext(ctx).Info("Teardown waits for the creates it cut short", "creates", n)
+		return ctrl.Result{RequeueAfter: createPollInterval}, false, nil
+	}
 	removed, err := r.teardown(ctx, p.sb)
 	if err != nil {
 		err := r.teardownBlocked(ctx, p.sb, err) // before pace: it notes the failure

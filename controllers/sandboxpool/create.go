@@ -25,7 +25,7 @@ func (p *Reconciler) create(ctx context.Context, pool *sandboxv1.SandboxPool, ke
 	if len(ms.ready) > 0 && p.Host.Warm().Claiming() || p.createWait(pool.UID) > 0 {
 		want = 0 // Note: its starting members are counted all the same.
 	}
-	errs := make([]error, p.refills.take(pool.UID, startingNow(ms.starting, ms.seeding, time.Now()), want))
+	errs := make([]error, p.refills.take(pool.UID, startingNow(ms.starting, ms.seeding, time.Now())+ms.creating, want))
 	var wg sync.WaitGroup
 	for i := range errs {
 		wg.Go(func() {
@@ -35,7 +35,7 @@ func (p *Reconciler) create(ctx context.Context, pool *sandboxv1.SandboxPool, ke
 	}
 	wg.Wait()
 	made := 0
-	var failed []error
+	failed := ms.failed
 	for _, err := range errs {
 		switch {
 		case err == nil:
@@ -49,6 +49,11 @@ func (p *Reconciler) create(ctx context.Context, pool *sandboxv1.SandboxPool, ke
 
 var errImagePending = errors.New("the image is not present yet")
 
+// memberPrefix begins the names of pool's members.
+func memberPrefix(pool *sandboxv1.SandboxPool) string {
+	return host.MemberPrefix + string(pool.UID)[:8] + "-"
+}
+
 // createMember makes one member: a random nonce names it and, with the pool's
 // key, gives its password.
 func (p *Reconciler) createMember(ctx context.Context, pool *sandboxv1.SandboxPool, key []byte) error {
@@ -59,10 +64,12 @@ func (p *Reconciler) createMember(ctx context.Context, pool *sandboxv1.SandboxPo
 	if err != nil {
 		return err
 	}
-	svc.Container.Name = host.MemberPrefix + string(pool.UID)[:8] + "-" + nonce
+	svc.Container.Name = memberPrefix(pool) + nonce
 	svc.Container.Labels[host.LabelMember] = nonce
 	svc.Container.Labels[host.LabelConfigHash] = host.Fingerprint(svc.Container)
-	got, err := p.Host.Ensure(ctx, svc, 0, "pool:"+pool.Namespace+"/"+pool.Name)
+	// Note: a create that outlasts the inline wait goes on beside the pass
+	// (members counts it); it is made as far as this pass goes.
+	got, err := p.Host.Ensure(ctx, svc, 0, host.PoolWaiterPrefix+pool.Namespace+"/"+pool.Name)
 	switch {
 	case got.Pull.Err != nil:
 		return got.Pull.Err

@@ -27,6 +27,8 @@ type poolMembers struct {
 	seeding  map[string]bool
 	unwanted []unwanted    // unclaimed, to remove
 	claimed  int           // renamed to a Sandbox's service
+	creating int           // being created beside the passes
+	failed   []error       // creates that failed beside the passes
 	missing  int           // members to make
 	expires  time.Duration // until the next member passes maxAge (0: none)
 }
@@ -55,9 +57,15 @@ func (p *Reconciler) members(ctx context.Context, pool *sandboxv1.SandboxPool, c
 	if err != nil {
 		return ms, err
 	}
+	// Note: after the list, so that a create ending between the two is listed.
+	creating, failed := p.Host.MemberCreates(memberPrefix(pool))
+	ms.creating, ms.failed = len(creating), failed
 	present, unclaimed := map[string]bool{}, map[string]bool{}
 	for _, c := range cs {
 		present[c.ID], unclaimed[c.ID] = true, host.IsMemberName(c.Name)
+		if creating[c.Name] {
+			continue // half made (created, not started): its create goes on
+		}
 		taken := host.IsMemberName(c.Name) && p.Host.Warm().Taken(c.ID)
 		if host.IsMemberName(c.Name) && !taken {
 			if taken, err = index.Recorded(ctx, p.Client, pool.Namespace, c.ID); err != nil {
@@ -84,7 +92,7 @@ func (p *Reconciler) members(ctx context.Context, pool *sandboxv1.SandboxPool, c
 	p.forgetReady(string(pool.UID), unclaimed)
 	want := int(ptrOr(pool.Spec.Replicas, 1))
 	// Note: the surplus goes starting ones first, then the newest ready.
-	for have := len(ms.ready) + len(ms.starting); have > want; have-- {
+	for have := len(ms.ready) + len(ms.starting) + ms.creating; have > want && len(ms.ready)+len(ms.starting) > 0; have-- {
 		var c dd.ContainerSummary
 		if n := len(ms.starting); n > 0 {
 			c, ms.starting = ms.starting[n-1], ms.starting[:n-1]
@@ -93,7 +101,7 @@ func (p *Reconciler) members(ctx context.Context, pool *sandboxv1.SandboxPool, c
 		}
 		ms.unwanted = append(ms.unwanted, unwanted{c: c, why: "the pool is scaled down"})
 	}
-	ms.missing = max(0, want-len(ms.ready)-len(ms.starting))
+	ms.missing = max(0, want-len(ms.ready)-len(ms.starting)-ms.creating)
 	if maxAge := effectiveMaxAge(pool, class); maxAge > 0 {
 		for _, c := range append(slices.Clone(ms.ready), ms.starting...) {
 			ms.expires = kit.Soonest(ms.expires, max(time.Until(c.CreatedAt.Add(maxAge)), time.Millisecond))
@@ -108,9 +116,10 @@ func (p *Reconciler) judgeMember(pool *sandboxv1.SandboxPool, class host.Service
 	case c.Labels[host.LabelClass] != class.Container.Labels[host.LabelClass]:
 		return "its class is outdated (the pool's spec or the operator's settings changed)"
 	case c.State == dd.StateCreated:
-		// Note: a pass's creates end within it, so a member still created was
-		// left by a create cut short (its manager killed before the start, or
-		// the start and the cleanup failed): nothing will start it.
+		// Note: a member whose create goes on is not judged (members), so one
+		// still created was left by a create cut short (its manager killed
+		// before the start, or the start and the cleanup failed): nothing will
+		// start it.
 		return "it was never started (its creation was cut short)"
 	case c.State != dd.StateRunning:
 		return "it is " + string(c.State)

@@ -177,6 +177,9 @@ func (p *Reconciler) fill(ctx context.Context, pool *sandboxv1.SandboxPool) (ctr
 // claimable soon after it answers, and a few starting members cost few execs.
 const memberProbeInterval = 250 * time.Millisecond
 
+// memberCreateRecheck backs up the word that a create beside the pass ended.
+const memberCreateRecheck = 5 * time.Second
+
 // patchStatus writes what the pass learned, stamped with the generation it saw.
 func (p *Reconciler) patchStatus(ctx context.Context, before, pool *sandboxv1.SandboxPool) error {
 	pool.Status.ObservedGeneration = pool.Generation
@@ -194,6 +197,10 @@ func (p *Reconciler) reconcileDelete(ctx context.Context, pool *sandboxv1.Sandbo
 	before := pool.DeepCopy()
 	if ok, retry := p.onHost(ctx, pool); !ok {
 		return ctrl.Result{RequeueAfter: retry}, p.patchStatus(ctx, before, pool)
+	}
+	if n := p.Host.CancelMemberCreates(memberPrefix(pool)); n > 0 {
+		// Note: each end removes what it made, and wakes the pool.
+		return ctrl.Result{RequeueAfter: memberCreateRecheck}, nil
 	}
 	ms, err := p.list(ctx, pool)
 	if err != nil {

@@ -17,7 +17,7 @@ import (
 func setPoolStatus(pool *sandboxv1.SandboxPool, ms poolMembers, created int) {
 	want := ptrOr(pool.Spec.Replicas, 1)
 	s := &pool.Status
-	s.Replicas = int32(len(ms.ready) + len(ms.starting) + created)
+	s.Replicas = int32(len(ms.ready) + len(ms.starting) + ms.creating + created)
 	s.ReadyReplicas = int32(len(ms.ready))
 	s.Claimed = int64(ms.claimed)
 	s.Selector = host.LabelPoolUID + "=" + string(pool.UID)

@@ -22,6 +22,7 @@ type Host struct {
 	driver      dd.Driver
 	stopTimeout time.Duration
 	pulls       *Pulls
+	creates     *creates
 	judged      judgements
 	warm        *Warm
 	steps       *step.Runner
@@ -35,7 +36,7 @@ type Host struct {
 // pulls off the callers' goroutines. Seeds are admitted by lanes: the
 // defaults of internal/lanes, or WithSeedLanes'.
 func New(driver dd.Driver, stopTimeout time.Duration, pulls *Pulls, opts ...Option) *Host {
-	h := &Host{driver: driver, stopTimeout: stopTimeout, pulls: pulls, warm: NewWarm(), steps: step.New(driver, InlineStepWait)}
+	h := &Host{driver: driver, stopTimeout: stopTimeout, pulls: pulls, creates: newCreates(), warm: NewWarm(), steps: step.New(driver, InlineStepWait)}
 	seeds := SeedLanes{PerHost: lanes.DefaultPerHost, PerNamespace: lanes.DefaultPerNamespace}
 	for _, o := range opts {
 		o(&seeds)

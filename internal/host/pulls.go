@@ -10,6 +10,10 @@ import (
 	"github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver/flight"
 )
 
+// PoolWaiterPrefix marks a pool's waiter ("pool:<namespace>/<name>"); any
+// other waiter is a Sandbox's key.
+const PoolWaiterPrefix = "pool:"
+
 // presentRetry is when to ask again after Docker failed to say whether an image is present.
 const presentRetry = 5 * time.Second
 
@@ -64,6 +68,14 @@ func (p *Pulls) Start(ctx context.Context) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.ctx = ctx
+}
+
+// background is the manager's lifetime, under which work that outlives its
+// pass runs.
+func (p *Pulls) background() context.Context {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.ctx
 }
 
 // Ensure reports whether ref is present, starting a background pull for waiter
