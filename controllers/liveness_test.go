@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
 	"github.com/roboco-sandbox/sandbox-controller/controllers"
 	ct "github.com/roboco-sandbox/sandbox-controller/controllers/controllertest"
 	dd "github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver"
@@ -62,14 +63,15 @@ var _ = Describe("Liveness", func() {
 	})
 })
 
-// holdingDriver holds the creation of a held Sandbox's containers, and with it
-// the pass that creates them, until released: a pass as long as the test
-// wants, whatever long step it stands for.
+// holdingDriver holds the passes of a held Sandbox where each begins (the list
+// of its containers) until released: a pass as long as the test wants,
+// whatever long wait it stands for. Note: creates no longer hold a pass (they
+// go on beside it), so the list is where a pass can still be held.
 type holdingDriver struct {
 	dd.Driver
 	mu   sync.Mutex
 	held map[string]chan struct{} // by Sandbox name; closed on release
-	in   map[string]int           // creates being held, by Sandbox name
+	in   map[string]int           // passes being held, by Sandbox name
 }
 
 func (h *holdingDriver) hold(name string) {
@@ -87,7 +89,7 @@ func (h *holdingDriver) releaseAll() {
 	}
 }
 
-// holding says whether a pass is held creating name's containers now.
+// holding says whether a pass of name is held now.
 func (h *holdingDriver) holding(name string) func() bool {
 	return func() bool {
 		h.mu.Lock()
@@ -96,8 +98,8 @@ func (h *holdingDriver) holding(name string) func() bool {
 	}
 }
 
-func (h *holdingDriver) CreateContainer(ctx context.Context, spec dd.ContainerSpec) (dd.Container, error) {
-	name := spec.Labels[host.LabelName]
+func (h *holdingDriver) List(ctx context.Context, labels map[string]string) ([]dd.ContainerSummary, error) {
+	name := sandboxNamed(labels[host.LabelUID])
 	h.mu.Lock()
 	gate := h.held[name]
 	h.in[name]++
@@ -111,10 +113,27 @@ func (h *holdingDriver) CreateContainer(ctx context.Context, spec dd.ContainerSp
 		select {
 		case <-gate:
 		case <-ctx.Done():
-			return dd.Container{}, ctx.Err()
+			return nil, ctx.Err()
 		}
 	}
-	return h.Driver.CreateContainer(ctx, spec)
+	return h.Driver.List(ctx, labels)
+}
+
+// sandboxNamed is the name of the Sandbox of uid ("" when none).
+func sandboxNamed(uid string) string {
+	if uid == "" {
+		return ""
+	}
+	var list sandboxv1.SandboxList
+	if err := k8sClient.List(ctx, &list); err != nil {
+		return ""
+	}
+	for _, sb := range list.Items {
+		if string(sb.UID) == uid {
+			return sb.Name
+		}
+	}
+	return ""
 }
 
 // startProbed runs a manager wired as cmd/manager's, serving its health probes,

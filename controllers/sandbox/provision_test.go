@@ -161,7 +161,9 @@ var _ = Describe("Provisioning", func() {
 
 	It("provisions the services of a trio in parallel: creates and probes overlap", func() {
 		// Each create and each exec takes a while, so overlapping calls are seen.
-		host.Inject(fake.Fault{Verb: fake.VerbCreateContainer, Delay: 300 * time.Millisecond})
+		// Note: the creates outlast the pass's inline wait (host.InlineCreateWait),
+		// all three: one ending within it would be probed a pass before the others.
+		host.Inject(fake.Fault{Verb: fake.VerbCreateContainer, Delay: time.Second})
 		host.Inject(fake.Fault{Verb: fake.VerbExec, Delay: 300 * time.Millisecond})
 		sb := ct.NewSandbox(ns, "parallel", "parallel-1", "postgres", "redis", "mongo")
 		Expect(k8sClient.Create(ctx, sb)).To(Succeed())
