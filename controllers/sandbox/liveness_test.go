@@ -1,4 +1,4 @@
-package controllers_test
+package sandbox_test
 
 import (
 	"context"
@@ -16,7 +16,6 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
-	"github.com/roboco-sandbox/sandbox-controller/controllers"
 	ct "github.com/roboco-sandbox/sandbox-controller/controllers/controllertest"
 	dd "github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver"
 	"github.com/roboco-sandbox/sandbox-controller/internal/host"
@@ -144,7 +143,7 @@ func startProbed(driver dd.Driver, setup ct.Setup) string {
 	addr := l.Addr().String()
 	Expect(l.Close()).To(Succeed())
 	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
-		Scheme:                 controllers.NewScheme(),
+		Scheme:                 ct.Scheme(),
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		Cache:                  ct.CacheOptions(),
 		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},

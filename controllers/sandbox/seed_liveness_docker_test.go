@@ -1,4 +1,4 @@
-package controllers_test
+package sandbox_test
 
 import (
 	"os"
