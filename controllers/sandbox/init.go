@@ -1,12 +1,12 @@
 package sandbox
 
 import (
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"fmt"
+	"strings"
 
 	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
 	"github.com/roboco-sandbox/sandbox-controller/internal/class"
-	"github.com/roboco-sandbox/sandbox-controller/internal/kit"
-	"github.com/roboco-sandbox/sandbox-controller/internal/quota"
+	"github.com/roboco-sandbox/sandbox-controller/internal/host"
 )
 
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch
@@ -14,16 +14,26 @@ import (
 // errInit says a service's init scripts cannot be had (class.InitError).
 type errInit = class.InitError
 
-// initUnusable says the init scripts cannot be had. A Sandbox that has not
-// started waits for them (Stalled, InitFailed); one that runs keeps running as
-// it is, its data untouched, and nothing of it changes until they are back.
-func initUnusable(sb *sandboxv1.Sandbox, msg string) {
-	if !quota.MadeAnything(sb) {
-		stallAll(sb, sandboxv1.ReasonInitFailed, msg)
-		kit.SetCondition(sb, sandboxv1.ConditionServicesReady, metav1.ConditionFalse, sandboxv1.ReasonInitFailed, msg)
-		return
+// heldBack is a held service (svc.Hold) that does not run: it is not made
+// again, whatever stopped it, while its growth is refused (it waits for room)
+// or its init scripts cannot be had (it is stalled until they change).
+func (w serviceWork) heldBack(phase host.Phase, res serviceResult) serviceResult {
+	state := fmt.Sprintf("%s is %s", w.svc.Container.Name, strings.ToLower(string(phase)))
+	if w.initBlocked == "" {
+		return res.waiting(part{reason: sandboxv1.ReasonCreating, message: state + ": not made again while its spec's growth is refused"},
+			w.svc.Engine.Name()+" is not running", quotaRecheck)
 	}
-	sb.Status.ObservedGeneration = sb.Generation
-	kit.SetCondition(sb, sandboxv1.ConditionUpToDate, metav1.ConditionFalse, sandboxv1.ReasonInitFailed,
-		msg+"; its running services are kept as they are meanwhile")
+	res.containers = part{reason: sandboxv1.ReasonInitFailed, message: state + "; it is made once its init scripts can be read: " + w.initBlocked}
+	res.probes = part{reason: sandboxv1.ReasonInitFailed, message: w.initBlocked}
+	res.stalled = true
+	return res
+}
+
+// initNote says, on a service whose init scripts cannot be had, that what
+// runs of it is kept as it is, its data untouched, until they are back.
+func (w serviceWork) initNote(res serviceResult) serviceResult {
+	if w.initBlocked != "" {
+		res.upToDate = part{reason: sandboxv1.ReasonInitFailed, message: w.initBlocked + "; what runs is kept as it is meanwhile"}
+	}
+	return res
 }

@@ -12,6 +12,7 @@ import (
 
 	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
 	ct "github.com/roboco-sandbox/sandbox-controller/controllers/controllertest"
+	dd "github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver"
 	"github.com/roboco-sandbox/sandbox-controller/internal/engine"
 	"github.com/roboco-sandbox/sandbox-controller/internal/host"
 )
@@ -124,5 +125,57 @@ var _ = Describe("Init scripts (spec.services[].init)", func() {
 			return k8sClient.Update(ctx, cur)
 		}).Should(Succeed())
 		Eventually(ct.Condition(sb, sandboxv1.ConditionReady), 20*time.Second).Should(Equal("True/Ready"))
+	})
+	It("keeps observing a running seeded Sandbox whose init source turns unusable: a removed container is reported, not made again until it is fixed, and a dropped service goes", func() {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "seed"},
+			Data: map[string]string{"keys.redis": "SET a 1", "10-schema.sql": "CREATE TABLE t (id int);"}}
+		Expect(k8sClient.Create(ctx, cm)).To(Succeed())
+		sb := ct.Seeded(ct.NewSandbox(ns, "seeded", "init-broken", "redis", "postgres"), "seed")
+		Expect(k8sClient.Create(ctx, sb)).To(Succeed())
+		ready := ct.WaitReady(sb)
+		editCM := func(edit func(map[string]string)) {
+			Eventually(func() error {
+				cur := &corev1.ConfigMap{}
+				if err := k8sClient.Get(ctx, client.ObjectKeyFromObject(cm), cur); err != nil {
+					return err
+				}
+				edit(cur.Data)
+				return k8sClient.Update(ctx, cur)
+			}).Should(Succeed())
+		}
+
+		By("adding a key no engine runs: what runs stays, and says why it is not up to date")
+		editCM(func(d map[string]string) { d["README.md"] = "# seeds" })
+		Eventually(ct.Condition(sb, sandboxv1.ConditionUpToDate)).Should(Equal("False/InitFailed"))
+		Expect(ct.Condition(sb, sandboxv1.ConditionReady)()).To(Equal("True/Ready"))
+
+		By("removing the redis container: reported at once, not made again without its scripts")
+		var redisID string
+		for _, s := range ready.Status.Services {
+			if s.Engine == "redis" {
+				redisID = s.ContainerID
+			}
+		}
+		Expect(sim.DeleteContainer(redisID)).To(Succeed())
+		Eventually(ct.Condition(sb, sandboxv1.ConditionReady)).Should(Equal("False/Failed"))
+		Expect(ct.Condition(sb, sandboxv1.ConditionStalled)()).To(Equal("True/InitFailed"))
+		Expect(ct.ConditionOf(sb, sandboxv1.ConditionContainersRunning).Message).To(ContainSubstring("key README.md is no init script"))
+		Expect(ct.ContainersOf(sim, sb)).To(HaveLen(1), "redis was made again without its scripts")
+
+		By("dropping postgres from the spec: its container goes meanwhile")
+		Eventually(func() error {
+			cur := ct.Get(sb)
+			cur.Spec.Services = cur.Spec.Services[:1]
+			return k8sClient.Update(ctx, cur)
+		}).Should(Succeed())
+		Eventually(func() []dd.ContainerSummary { return ct.ContainersOf(sim, sb) }).Should(BeEmpty())
+
+		By("fixing the ConfigMap: redis is made again, seeded")
+		editCM(func(d map[string]string) { delete(d, "README.md") })
+		Eventually(ct.Condition(sb, sandboxv1.ConditionReady), 20*time.Second).Should(Equal("True/Ready"))
+		cs := ct.ContainersOf(sim, sb)
+		Expect(cs).To(HaveLen(1))
+		_, seeded := sim.File(cs[0].ID, engine.InitDir+"keys.redis")
+		Expect(seeded).To(BeTrue())
 	})
 })

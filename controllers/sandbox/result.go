@@ -27,6 +27,9 @@ type serviceWork struct {
 	// reserved is the pool member recorded for the service this pass, whose own
 	// password the Secret holds (nil: none).
 	reserved *host.Member
+	// initBlocked says why its init scripts cannot be had ("": they can): it
+	// is held as it runs (svc.Hold).
+	initBlocked string
 }
 
 // part is one service's contribution to a condition: ok, or a reason and message.

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -54,9 +53,7 @@ func (r *Reconciler) reconcileService(ctx context.Context, w serviceWork, ours [
 		return res.dockerFailed(ctx, err, "rolling out "+w.svc.Container.Name)
 	}
 	if w.svc.Hold && obs.Phase != host.Running && obs.Phase != host.Paused {
-		return res.waiting(part{reason: sandboxv1.ReasonCreating, message: fmt.Sprintf(
-			"%s is %s: not made again while its spec's growth is refused", w.svc.Container.Name, strings.ToLower(string(obs.Phase)))},
-			w.svc.Engine.Name()+" is not running", quotaRecheck)
+		return w.heldBack(obs.Phase, res)
 	}
 	switch obs.Phase {
 	case host.Stopped:

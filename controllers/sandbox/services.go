@@ -42,7 +42,7 @@ func (r *Reconciler) reconcileServices(ctx context.Context, sb *sandboxv1.Sandbo
 	unclaimed := creds.reserved
 	defer func() { r.unreserve(ctx, unclaimed) }()
 	defer func() { _ = creds.made() }() // no pass ends with its Secret's create in flight
-	specs, stalled := r.resolveServices(ctx, sb, creds)
+	specs, blocked, stalled := r.resolveServices(ctx, sb, creds)
 	if stalled {
 		return ctrl.Result{RequeueAfter: kit.Jitter(kit.StalledRecheck)}, nil
 	}
@@ -67,7 +67,7 @@ func (r *Reconciler) reconcileServices(ctx context.Context, sb *sandboxv1.Sandbo
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	results := r.runServices(ctx, sb, specs, byEngine, creds.reserved)
+	results := r.runServices(ctx, sb, specs, blocked, byEngine, creds.reserved)
 	unclaimed = maps.Clone(unclaimed)
 	for _, res := range results {
 		if res.claimedReserved {
@@ -93,24 +93,27 @@ func (r *Reconciler) reconcileServices(ctx context.Context, sb *sandboxv1.Sandbo
 }
 
 // resolveServices resolves each service's container spec; stalled says one
-// cannot be resolved (sb's status says why, once a Warning).
-func (r *Reconciler) resolveServices(ctx context.Context, sb *sandboxv1.Sandbox, creds *credentials) (specs []host.Service, stalled bool) {
+// cannot be resolved (sb's status says why, once a Warning). A service whose
+// init scripts cannot be had is resolved as it is without them, held as it
+// runs: blocked says why, by engine.
+func (r *Reconciler) resolveServices(ctx context.Context, sb *sandboxv1.Sandbox, creds *credentials) (specs []host.Service, blocked map[string]string, stalled bool) {
 	specs = make([]host.Service, len(sb.Spec.Services))
+	blocked = map[string]string{}
 	for i, svc := range sb.Spec.Services {
 		var err error
 		if specs[i], err = r.Class.Sandbox(ctx, sb, svc, creds.passwords[string(svc.Engine)]); errors.As(err, new(errInit)) {
-			initUnusable(sb, err.Error())
-			return nil, true
+			specs[i].Hold = true
+			blocked[string(svc.Engine)] = err.Error()
 		} else if err != nil {
 			// Note: the Warning once per stall, not on every recheck.
 			if c := meta.FindStatusCondition(sb.Status.Conditions, sandboxv1.ConditionStalled); c == nil || c.Message != err.Error() {
 				r.Recorder.Eventf(sb, nil, corev1.EventTypeWarning, sandboxv1.ReasonInvalidSpec, sandboxv1.ActionValidate, "%s", err.Error())
 			}
 			stallAll(sb, sandboxv1.ReasonInvalidSpec, err.Error())
-			return nil, true
+			return nil, nil, true
 		}
 	}
-	return specs, false
+	return specs, blocked, false
 }
 
 // byEngineOf groups a Sandbox's containers by their engine.
@@ -171,7 +174,8 @@ func (r *Reconciler) removeDropped(ctx context.Context, sb *sandboxv1.Sandbox, s
 
 // runServices reconciles every service at once; each result is redacted of its
 // password.
-func (r *Reconciler) runServices(ctx context.Context, sb *sandboxv1.Sandbox, specs []host.Service, byEngine map[string][]dd.ContainerSummary, reserved map[string]host.Member) []serviceResult {
+func (r *Reconciler) runServices(ctx context.Context, sb *sandboxv1.Sandbox, specs []host.Service, blocked map[string]string,
+	byEngine map[string][]dd.ContainerSummary, reserved map[string]host.Member) []serviceResult {
 	prev := map[string]sandboxv1.ServiceStatus{}
 	for _, s := range sb.Status.Services {
 		prev[string(s.Engine)] = s
@@ -180,12 +184,12 @@ func (r *Reconciler) runServices(ctx context.Context, sb *sandboxv1.Sandbox, spe
 	var wg sync.WaitGroup
 	for i, svc := range specs {
 		name := svc.Engine.Name()
-		w := serviceWork{sb: sb, svc: svc, prev: prev[name]}
+		w := serviceWork{sb: sb, svc: svc, prev: prev[name], initBlocked: blocked[name]}
 		if m, ok := reserved[name]; ok {
 			w.reserved = &m
 		}
 		wg.Go(func() {
-			results[i] = r.serviceData(ctx, w, r.reconcileService(ctx, w, byEngine[name])).redacted(svc.Password)
+			results[i] = r.serviceData(ctx, w, w.initNote(r.reconcileService(ctx, w, byEngine[name]))).redacted(svc.Password)
 		})
 	}
 	wg.Wait()

@@ -8,6 +8,7 @@ package class
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -44,7 +45,8 @@ func New(o options.Options, cache, api client.Reader, driver dd.Driver) *Resolve
 // Docker host's, and builds the container it needs in namespace on the network
 // it asks ("": the default): no name, and of the labels only those of the
 // class (engine, instance, features, credentials, version, init). Who it
-// serves is added by Sandbox or Member.
+// serves is added by Sandbox or Member. An InitError comes with the service
+// as it is without its scripts, so that what runs of it can still be observed.
 func (r *Resolver) Service(ctx context.Context, namespace, network string, svc sandboxv1.ServiceSpec, password string) (host.Service, error) {
 	e, ok := engine.Lookup(string(svc.Engine))
 	if !ok {
@@ -81,9 +83,9 @@ func (r *Resolver) Service(ctx context.Context, namespace, network string, svc s
 		spec.Labels[host.LabelVersion] = svc.Version
 	}
 	spec.MemoryBytes, spec.NanoCPUs = memory, cpu
-	initKeys, initTime, err := r.withInit(ctx, namespace, svc, e, &spec)
-	if err != nil {
-		return host.Service{}, err
+	initKeys, initTime, initErr := r.withInit(ctx, namespace, svc, e, &spec)
+	if initErr != nil && !errors.As(initErr, new(InitError)) {
+		return host.Service{}, initErr
 	}
 	chosen := host.Chosen{Network: network != ""}
 	if res := svc.Resources; res != nil {
@@ -91,7 +93,7 @@ func (r *Resolver) Service(ctx context.Context, namespace, network string, svc s
 	}
 	return host.Service{Engine: e, Features: features, Network: joined, Password: password,
 		ProbeDeadline: r.Options.ProbeDeadline(e), Container: spec, Chosen: chosen, Images: images,
-		Init: initKeys, InitPerScript: r.Options.InitBounds().PerScript, InitTimeout: initTime, Version: cmp.Or(svc.Version, r.Options.DefaultVersion(e))}, nil
+		Init: initKeys, InitPerScript: r.Options.InitBounds().PerScript, InitTimeout: initTime, Version: cmp.Or(svc.Version, r.Options.DefaultVersion(e))}, initErr
 }
 
 // limits are the service's memory (bytes) and CPU (nano-CPUs) after the operator's

@@ -34,7 +34,8 @@ const initFileMode = 0o444
 // withInit adds svc's init scripts to the container spec (files under
 // engine.InitDir, their hash as host.LabelInit) and says which to run, and
 // the seed's total time. The scripts are read from the API server, not a
-// cache: only their metadata is watched (admission.Waiters).
+// cache: only their metadata is watched (admission.Waiters). An InitError
+// leaves spec as it was.
 func (r *Resolver) withInit(ctx context.Context, namespace string, svc sandboxv1.ServiceSpec, e engine.Engine, spec *dd.ContainerSpec) ([]string, time.Duration, error) {
 	if svc.Init == nil {
 		return nil, 0, nil
@@ -58,15 +59,17 @@ func (r *Resolver) withInit(ctx context.Context, namespace string, svc sandboxv1
 	}
 	h := sha256.New()
 	size := int64(0)
+	files := make([]dd.File, 0, len(keys))
 	for _, k := range keys {
 		size += int64(len(data[k]))
-		spec.Files = append(spec.Files, dd.File{Path: engine.InitDir + k, Mode: initFileMode, Content: data[k]})
+		files = append(files, dd.File{Path: engine.InitDir + k, Mode: initFileMode, Content: data[k]})
 		_, _ = fmt.Fprintf(h, "%s\x00%d\x00", k, len(data[k]))
 		h.Write(data[k])
 	}
 	if size > bounds.MaxBytes {
 		return nil, 0, InitError{fmt.Sprintf("%s: the %s scripts are %d bytes; the most allowed is %d (--init-max-bytes)", source, e.Name(), size, bounds.MaxBytes)}
 	}
+	spec.Files = append(spec.Files, files...)
 	if len(keys) > 0 {
 		spec.Labels[host.LabelInit] = hex.EncodeToString(h.Sum(nil))[:16]
 	}

@@ -2,6 +2,7 @@ package class
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
@@ -11,9 +12,11 @@ import (
 
 // Sandbox is svc resolved for sb: its container named for sb's agent, labelled
 // as sb's, known on its network by the service's names, and fingerprinted.
+// An InitError comes with the service as it is without its scripts (see
+// Service).
 func (r *Resolver) Sandbox(ctx context.Context, sb *sandboxv1.Sandbox, svc sandboxv1.ServiceSpec, password string) (host.Service, error) {
 	s, err := r.Service(ctx, sb.Namespace, sb.Spec.Network, svc, password)
-	if err != nil {
+	if err != nil && !errors.As(err, new(InitError)) {
 		return s, err
 	}
 	c := &s.Container
@@ -28,7 +31,7 @@ func (r *Resolver) Sandbox(ctx context.Context, sb *sandboxv1.Sandbox, svc sandb
 		c.Aliases = engine.ServiceNames(s.Engine, sb.Spec.AgentID)
 	}
 	c.Labels[host.LabelConfigHash] = host.Fingerprint(*c)
-	return s, nil
+	return s, err
 }
 
 // Member is the class of pool's members, with password: the service resolved
