@@ -2,6 +2,7 @@ package controllers_test
 
 import (
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -53,5 +54,46 @@ var _ = Describe("The manager's cache of Secrets", func() {
 		Expect(ct.SecretOf(sb)).To(HaveKey("ROBOCO_TEST_REDIS_PASSWORD"))
 		Expect(started()).To(ContainElement("*v1.PartialObjectMetadata Secret"), "Secrets are watched as metadata")
 		Expect(started()).NotTo(ContainElement("*v1.Secret"), "an informer of whole Secrets (their data) was started")
+	})
+	It("keeps no tenant payload in what it watches as metadata: a ConfigMap's annotations, a Secret's kubectl apply copy", func() {
+		var mu sync.Mutex
+		stores := map[string]toolscache.Store{}
+		opts := ct.CacheOptions()
+		opts.NewInformer = func(lw toolscache.ListerWatcher, obj runtime.Object, resync time.Duration, idx toolscache.Indexers) toolscache.SharedIndexInformer {
+			inf := toolscache.NewSharedIndexInformer(lw, obj, resync, idx)
+			if p, ok := obj.(*metav1.PartialObjectMetadata); ok {
+				mu.Lock()
+				stores[p.Kind] = inf.GetStore()
+				mu.Unlock()
+			}
+			return inf
+		}
+		host, ns := ct.NewHost(), ct.NewNamespace()
+		ct.StartManagerCached(env.Config, host, ct.Setup{Options: ct.TestOptions(), Sweep: true, HostIdentitySettle: time.Millisecond}, opts)
+		big := strings.Repeat("x", 100<<10)
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "notes", Annotations: map[string]string{"tenant/blob": big}},
+			Data: map[string]string{"keys.redis": "SET a 1"}}
+		Expect(k8sClient.Create(ctx, cm)).To(Succeed())
+		secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "applied", Labels: map[string]string{ct.SecretLabel: "x"},
+			Annotations: map[string]string{"kubectl.kubernetes.io/last-applied-configuration": big, "team": "a"}}}
+		Expect(k8sClient.Create(ctx, secret)).To(Succeed())
+
+		cached := func(kind, name string) func() map[string]string {
+			return func() map[string]string {
+				mu.Lock()
+				store := stores[kind]
+				mu.Unlock()
+				if store == nil {
+					return map[string]string{"no informer": kind}
+				}
+				obj, ok, err := store.GetByKey(ns + "/" + name)
+				if err != nil || !ok {
+					return map[string]string{"not cached": name}
+				}
+				return obj.(*metav1.PartialObjectMetadata).Annotations
+			}
+		}
+		Eventually(cached("ConfigMap", "notes")).Should(BeEmpty())
+		Eventually(cached("Secret", "applied")).Should(Equal(map[string]string{"team": "a"}))
 	})
 })
