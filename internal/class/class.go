@@ -34,6 +34,7 @@ type Resolver struct {
 	// Driver tells the host's CPU count, the ceiling of a service's cpu.
 	Driver dd.Driver
 	cpus   hostCPUs
+	inits  initCache
 }
 
 // New is the resolver of the Docker host behind driver.

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
@@ -78,5 +79,57 @@ func TestLimitsPastTheOperatorsAreRefused(t *testing.T) {
 	_, err := r.Member(context.Background(), pool, "")
 	if want := "postgres asks for memory 1Ti; the most allowed is " + r.Options.MaxMemory.String(); err == nil || err.Error() != want {
 		t.Fatalf("a member past --max-memory: %v, want %q", err, want)
+	}
+}
+
+// countingReader counts the ConfigMaps read through it.
+type countingReader struct {
+	client.Reader
+	configMaps int
+}
+
+func (c *countingReader) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	if _, ok := obj.(*corev1.ConfigMap); ok {
+		c.configMaps++
+	}
+	return c.Reader.Get(ctx, key, obj, opts...)
+}
+
+// A pass reads a ConfigMap's scripts from the API server once per version of
+// it (its metadata in the cache says which), not on every pass, and a changed
+// ConfigMap is read again.
+func TestInitScriptsAreReadOncePerVersion(t *testing.T) {
+	ctx := context.Background()
+	seed := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "seed"},
+		Data: map[string]string{"01-schema.sql": "create table t (id int);"}}
+	c := fake.NewClientBuilder().WithScheme(testenv.Scheme()).WithObjects(seed).Build()
+	api := &countingReader{Reader: c}
+	r := New(options.DefaultOptions(), c, api, ddfake.New())
+	label := func() string {
+		t.Helper()
+		s, err := r.Service(ctx, "ns", "", service, "secret")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s.Container.Labels[host.LabelInit]
+	}
+	first := label()
+	for range 3 {
+		if label() != first {
+			t.Fatal("the same ConfigMap resolved to other scripts")
+		}
+	}
+	if api.configMaps != 1 {
+		t.Errorf("4 passes over one version read the ConfigMap %d times from the API server, want 1", api.configMaps)
+	}
+	seed.Data["02-rows.sql"] = "insert into t values (1);"
+	if err := c.Update(ctx, seed); err != nil {
+		t.Fatal(err)
+	}
+	if label() == first {
+		t.Error("a changed ConfigMap resolved to the scripts of its earlier version")
+	}
+	if api.configMaps != 2 {
+		t.Errorf("a changed ConfigMap was read %d times in all, want 2", api.configMaps)
 	}
 }

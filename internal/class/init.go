@@ -33,9 +33,8 @@ const initFileMode = 0o444
 
 // withInit adds svc's init scripts to the container spec (files under
 // engine.InitDir, their hash as host.LabelInit) and says which to run, and
-// the seed's total time. The scripts are read from the API server, not a
-// cache: only their metadata is watched (admission.Waiters). An InitError
-// leaves spec as it was.
+// the seed's total time (see initData for where the scripts are read). An
+// InitError leaves spec as it was.
 func (r *Resolver) withInit(ctx context.Context, namespace string, svc sandboxv1.ServiceSpec, e engine.Engine, spec *dd.ContainerSpec) ([]string, time.Duration, error) {
 	if svc.Init == nil {
 		return nil, 0, nil
@@ -90,21 +89,30 @@ func seedTime(e engine.Engine, init *sandboxv1.ServiceInit, bounds options.InitB
 	return total, nil
 }
 
-// initData reads the ConfigMap's (or Secret's) data, and names it.
+// initData reads the ConfigMap's (or Secret's) data, and names it: a
+// ConfigMap's from the API server once per version (initCache), a Secret's
+// on every call (only the manager's own Secrets are watched).
 func (r *Resolver) initData(ctx context.Context, namespace string, init *sandboxv1.ServiceInit) (map[string][]byte, string, error) {
 	if ref := init.SecretRef; ref != nil {
 		s := &corev1.Secret{}
 		err := r.API.Get(ctx, types.NamespacedName{Namespace: namespace, Name: ref.Name}, s)
 		return s.Data, "Secret " + ref.Name, missing(err, "Secret "+ref.Name, namespace)
 	}
-	cm := &corev1.ConfigMap{}
 	name := init.ConfigMapRef.Name
-	err := r.API.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, cm)
+	key := types.NamespacedName{Namespace: namespace, Name: name}
+	if data, ok := r.cachedConfigMap(ctx, key); ok {
+		return data, "ConfigMap " + name, nil
+	}
+	cm := &corev1.ConfigMap{}
+	err := r.API.Get(ctx, key, cm)
 	data := map[string][]byte{}
 	for k, v := range cm.Data {
 		data[k] = []byte(v)
 	}
 	maps.Copy(data, cm.BinaryData)
+	if err == nil {
+		r.inits.keep(key, cm.ResourceVersion, data)
+	}
 	return data, "ConfigMap " + name, missing(err, "ConfigMap "+name, namespace)
 }
 
