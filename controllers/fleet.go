@@ -152,7 +152,8 @@ func (f *fleet) add(name string, driver dd.Driver) (*hostSet, error) {
 	if err := sandboxes.SetupWithManager(f.mgr); err != nil {
 		return nil, fmt.Errorf("setting up the Sandbox controller of Docker host %s: %w", name, err)
 	}
-	pools := &sandboxpool.Reconciler{Client: f.mgr.GetClient(), Class: sandboxes.Class, Identity: identity, Options: s.Options, Host: sandboxes.Host, Keys: f.keys, Scope: scope}
+	pools := &sandboxpool.Reconciler{Client: f.mgr.GetClient(), Class: sandboxes.Class, Identity: identity, Options: s.Options, Host: sandboxes.Host, Keys: f.keys, Scope: scope,
+		Observe: s.ObservePoolPass}
 	if err := pools.SetupWithManager(f.mgr, s.Options.PoolRefills); err != nil {
 		return nil, fmt.Errorf("setting up the SandboxPool controller of Docker host %s: %w", name, err)
 	}

@@ -59,6 +59,8 @@ type Setup struct {
 	// ObservePass, when set, is told the outcome of every Sandbox pass: tests check
 	// how soon the reconciler asks to look again without measuring time.
 	ObservePass func(req ctrl.Request, result ctrl.Result, err error)
+	// ObservePoolPass is ObservePass for the SandboxPool passes.
+	ObservePoolPass func(req ctrl.Request, result ctrl.Result, err error)
 }
 
 // NewScheme is the scheme the manager serves: client-go's types and Sandboxes.

@@ -9,11 +9,10 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
 	dd "github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver"
 )
 
-// Pass is one Sandbox pass a manager made: when it ended, what it asked for
+// Pass is one pass a manager made: when it ended, what it asked for
 // (Setup.ObservePass) and what Read said of the Sandbox right after it.
 type Pass struct {
 	At     time.Time
@@ -22,7 +21,7 @@ type Pass struct {
 	Read   string
 }
 
-// Passes records a manager's passes of one Sandbox, so that a spec judges which
+// Passes records a manager's passes of one object, so that a spec judges which
 // pass changed its status, and whether a look it asked for was due then, by the
 // passes rather than by how long the machine took.
 type Passes struct {
@@ -35,12 +34,13 @@ type Passes struct {
 // NewPasses records no pass until Follow names the Sandbox.
 func NewPasses() *Passes { return &Passes{} }
 
-// Follow records the passes of sb from now on; read (e.g. Condition(sb, ...))
-// is read after each.
-func (p *Passes) Follow(sb *sandboxv1.Sandbox, read func() string) {
+// Follow records the passes of obj (a Sandbox, or a pool's with
+// Setup.ObservePoolPass) from now on; read (e.g. Condition(sb, ...)) is read
+// after each.
+func (p *Passes) Follow(obj client.Object, read func() string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.key, p.read = client.ObjectKeyFromObject(sb), read
+	p.key, p.read = client.ObjectKeyFromObject(obj), read
 }
 
 // Observe is a Setup.ObservePass.

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
 	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
 	dd "github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver"
 	"github.com/roboco-sandbox/sandbox-controller/internal/host"
@@ -25,7 +27,7 @@ func (p *Reconciler) create(ctx context.Context, pool *sandboxv1.SandboxPool, ke
 	if len(ms.ready) > 0 && p.Host.Warm().Claiming() || p.createWait(pool.UID) > 0 {
 		want = 0 // Note: its starting members are counted all the same.
 	}
-	errs := make([]error, p.refills.take(pool.UID, startingNow(ms.starting, ms.seeding, time.Now())+ms.creating, want))
+	errs := make([]error, p.refills.take(pool.UID, client.ObjectKeyFromObject(pool), startingNow(ms.starting, ms.seeding, time.Now())+ms.creating, want))
 	var wg sync.WaitGroup
 	for i := range errs {
 		wg.Go(func() {

@@ -50,6 +50,8 @@ type Reconciler struct {
 	Keys     *poolkey.Keys
 	// Scope is the DockerHost whose pools this reconciler keeps.
 	Scope lease.Scope
+	// Observe, when set, is told the outcome of every pass (tests).
+	Observe func(req ctrl.Request, result ctrl.Result, err error)
 	// refills bounds the members starting across pools, so that refills
 	// never starve claims or cold provisioning of the Docker daemon.
 	refills *slots
@@ -68,6 +70,14 @@ type Reconciler struct {
 // Reconcile: the class, the members as they are, then removals, probes and
 // creations, then the offer and the status.
 func (p *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	result, err := p.reconcile(ctx, req)
+	if p.Observe != nil {
+		p.Observe(req, result, err)
+	}
+	return result, err
+}
+
+func (p *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	if p.Scope.Gone() {
 		return ctrl.Result{}, p.hostGone(ctx, req)
 	}
@@ -159,8 +169,14 @@ func (p *Reconciler) fill(ctx context.Context, pool *sandboxv1.SandboxPool) (ctr
 	if wait := p.createWait(pool.UID); len(ms.starting)+created == 0 && wait > 0 {
 		return ctrl.Result{RequeueAfter: wait}, nil
 	}
-	if created > 0 || created < ms.missing {
+	if created > 0 || created < ms.missing && p.Host.Warm().Claiming() {
+		// Note: a claim in flight lasts tens of ms; then refills go on.
 		return ctrl.Result{RequeueAfter: memberProbeInterval}, nil
+	}
+	if created < ms.missing {
+		// Note: a freed slot wakes the pool (refills), a pulled image too;
+		// this is the backstop.
+		return ctrl.Result{RequeueAfter: kit.Soonest(kit.Soonest(probeAgain, p.createWait(pool.UID)), kit.Jitter(slotHold))}, nil
 	}
 	if probeAgain > 0 {
 		return ctrl.Result{RequeueAfter: probeAgain}, nil
@@ -253,7 +269,7 @@ func (p *Reconciler) SetupWithManager(mgr ctrl.Manager, refills int) error {
 	if refills <= 0 {
 		refills = 2
 	}
-	p.refills = newSlots(refills)
+	p.refills = newSlots(refills, p.Poke)
 	p.requeue = make(chan event.TypedGenericEvent[*sandboxv1.SandboxPool], 1024)
 	p.ready, p.failures, p.starts = map[string]readyMember{}, map[types.UID]int{}, map[types.UID]*startFailure{}
 	if p.Recorder == nil {

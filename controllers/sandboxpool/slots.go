@@ -28,6 +28,10 @@ type slots struct {
 	limit    int
 	creating int
 	starting map[types.UID]starting // by pool, as its last pass saw it
+	// waiting are the pools that found fewer slots than they wanted: each is
+	// woken (wake) once a slot frees, and waits for nothing else.
+	waiting map[types.UID]types.NamespacedName
+	wake    func(types.NamespacedName)
 }
 
 type starting struct {
@@ -35,33 +39,45 @@ type starting struct {
 	seen time.Time
 }
 
-func newSlots(limit int) *slots {
-	return &slots{limit: limit, starting: map[types.UID]starting{}}
+// newSlots bounds the members starting at once to limit; wake re-queues a
+// pool that waits for a slot.
+func newSlots(limit int, wake func(types.NamespacedName)) *slots {
+	return &slots{limit: limit, starting: map[types.UID]starting{}, waiting: map[types.UID]types.NamespacedName{}, wake: wake}
 }
 
-// take records that pool has n members starting, and reserves up to want
-// creates for it: what the limit leaves beside every pool's starting members
-// and the creates under way.
-func (s *slots) take(pool types.UID, n, want int) int {
+// take records that pool (key) has n members starting, and reserves up to
+// want creates for it: what the limit leaves beside every pool's starting
+// members and the creates under way. A pool given fewer than it wants is
+// woken once a slot frees.
+func (s *slots) take(pool types.UID, key types.NamespacedName, n, want int) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := time.Now()
+	freed := n < s.starting[pool].n
 	s.starting[pool] = starting{n: n, seen: now}
 	used := s.creating
 	for uid, st := range s.starting {
 		if now.Sub(st.seen) > slotHold {
 			delete(s.starting, uid)
+			freed = true
 			continue
 		}
 		used += st.n
 	}
 	got := min(want, max(0, s.limit-used))
 	s.creating += got
+	delete(s.waiting, pool)
+	if freed && got == want {
+		s.wakeLocked()
+	}
+	if got < want {
+		s.waiting[pool] = key
+	}
 	return got
 }
 
 // done ends one create for pool; a member made counts as starting until the
-// pool's next pass counts it.
+// pool's next pass counts it. One not made frees its slot.
 func (s *slots) done(pool types.UID, made bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -69,14 +85,31 @@ func (s *slots) done(pool types.UID, made bool) {
 	if st, ok := s.starting[pool]; ok && made {
 		st.n++
 		s.starting[pool] = st
+		return
 	}
+	s.wakeLocked()
 }
 
 // forget drops a pool's count (it is deleted, or no longer this replica's).
 func (s *slots) forget(pool types.UID) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	delete(s.waiting, pool)
+	if s.starting[pool].n > 0 {
+		s.wakeLocked()
+	}
 	delete(s.starting, pool)
+}
+
+// wakeLocked re-queues every waiting pool: a slot freed (the first to pass
+// takes it; the others wait again).
+func (s *slots) wakeLocked() {
+	for uid, key := range s.waiting {
+		delete(s.waiting, uid)
+		if s.wake != nil {
+			s.wake(key)
+		}
+	}
 }
 
 // startingNow counts the starting members made less than slotHold ago, but
