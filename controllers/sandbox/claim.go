@@ -45,6 +45,13 @@ func (r *Reconciler) claimService(ctx context.Context, w serviceWork, res servic
 	}
 	got, err := r.Host.Claim(ctx, w.svc, m)
 	switch {
+	case got.Stale:
+		// Note: the member may be another replica's Sandbox's now: left alone
+		// (a reserved one too: not removed as unclaimed).
+		res.claimedReserved = w.reserved != nil
+		res.containers = part{reason: sandboxv1.ReasonCreating, message: "the Docker host was given up while claiming pool member " + m.Name + "; retrying"}
+		res.after(retryLater(ctx))
+		return res, true
 	case got.Taken != nil:
 		// Note: the member is this Sandbox's by its record, and still named as a member.
 		_ = r.Host.Remove(ctx, m.ID)

@@ -82,7 +82,7 @@ func (p *Reconciler) createMember(ctx context.Context, pool *sandboxv1.SandboxPo
 }
 
 // offer hands the ready members to claims, oldest first.
-func (p *Reconciler) offer(pool *sandboxv1.SandboxPool, class host.Service, key []byte, ms poolMembers) {
+func (p *Reconciler) offer(epoch uint64, pool *sandboxv1.SandboxPool, class host.Service, key []byte, ms poolMembers) {
 	ready := slices.Clone(ms.ready)
 	slices.SortFunc(ready, func(a, b dd.ContainerSummary) int { return a.CreatedAt.Compare(b.CreatedAt) })
 	offered := make([]host.Member, 0, len(ready))
@@ -91,5 +91,5 @@ func (p *Reconciler) offer(pool *sandboxv1.SandboxPool, class host.Service, key 
 			PoolUID: string(pool.UID), Class: class.Container.Labels[host.LabelClass],
 			Password: poolkey.DerivePassword(key, c.Labels[host.LabelMember]), Address: p.address(c.ID)})
 	}
-	p.Host.Warm().Offer(string(pool.UID), offered)
+	p.Host.Warm().Offer(epoch, string(pool.UID), offered)
 }

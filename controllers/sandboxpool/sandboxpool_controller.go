@@ -126,6 +126,8 @@ func (p *Reconciler) onHost(ctx context.Context, pool *sandboxv1.SandboxPool) (b
 
 // fill drives the members one step and sets the status.
 func (p *Reconciler) fill(ctx context.Context, pool *sandboxv1.SandboxPool) (ctrl.Result, error) {
+	// Note: what this pass lists is stale once the host's Lease is lost.
+	epoch := p.Host.Warm().Epoch()
 	if ok, retry := p.onHost(ctx, pool); !ok {
 		return ctrl.Result{RequeueAfter: retry}, nil
 	}
@@ -154,7 +156,7 @@ func (p *Reconciler) fill(ctx context.Context, pool *sandboxv1.SandboxPool) (ctr
 		return ctrl.Result{}, err
 	}
 	created, err := p.create(ctx, pool, key, ms)
-	p.offer(pool, class, key, ms)
+	p.offer(epoch, pool, class, key, ms)
 	setPoolStatus(pool, ms, created)
 	say(pool, v)
 	if v.Policy != "" {

@@ -60,6 +60,8 @@ func Legacy(annotations map[string]string) map[string]Record {
 type Recent struct {
 	mu sync.Mutex
 	m  map[types.UID]map[string]Record
+	// epoch counts the Resets: a Write that began before one remembers nothing.
+	epoch uint64
 }
 
 // Write records recs as the claims of sb's services, by engine, in its status
@@ -67,6 +69,9 @@ type Recent struct {
 // holds: services claiming at once do not conflict), then remembers them
 // until the cache shows them.
 func (rc *Recent) Write(ctx context.Context, c client.Client, sb *sandboxv1.Sandbox, recs map[string]Record, also map[string]any) error {
+	rc.mu.Lock()
+	epoch := rc.epoch
+	rc.mu.Unlock()
 	claims := make(map[string]sandboxv1.ServiceClaim, len(recs))
 	for engine, rec := range recs {
 		claims[engine] = sandboxv1.ServiceClaim{ContainerID: rec.ID, Credentials: rec.Credentials}
@@ -83,7 +88,7 @@ func (rc *Recent) Write(ctx context.Context, c client.Client, sb *sandboxv1.Sand
 		return err
 	}
 	for engine, rec := range recs {
-		rc.add(sb.UID, engine, rec)
+		rc.add(epoch, sb.UID, engine, rec)
 	}
 	return nil
 }
@@ -117,9 +122,14 @@ func mergePatch(sb *sandboxv1.Sandbox, body map[string]any) (client.Object, clie
 	return target, client.RawPatch(types.MergePatchType, patch), nil
 }
 
-func (rc *Recent) add(uid types.UID, engine string, c Record) {
+// add remembers c unless the host was given up since epoch: a record from
+// before is no newer than what the Sandbox's status says now.
+func (rc *Recent) add(epoch uint64, uid types.UID, engine string, c Record) {
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
+	if epoch != rc.epoch {
+		return
+	}
 	if rc.m == nil {
 		rc.m = map[types.UID]map[string]Record{}
 	}
@@ -143,6 +153,7 @@ func (rc *Recent) Reset() {
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
 	clear(rc.m)
+	rc.epoch++
 }
 
 // Forget drops what is remembered of a Sandbox that is gone.

@@ -30,6 +30,9 @@ type Claimed struct {
 	Container dd.Container
 	// Taken is set when the service's name is held by another container.
 	Taken *dd.ConflictError
+	// Stale: the host was given up since the member was taken (another
+	// replica may have given it to a Sandbox): nothing was done to it.
+	Stale bool
 	// Renamed: the member holds the service's name (even when a later step failed).
 	Renamed bool
 	// Rotating: its rotation runs on, beside the pass; look again at Poll
@@ -46,6 +49,10 @@ type Claimed struct {
 func (h *Host) Claim(ctx context.Context, svc Service, m Member) (Claimed, error) {
 	defer h.warm.release(m.ID)
 	var out Claimed
+	if !h.warm.Current(m.Epoch) {
+		out.Stale = true
+		return out, nil
+	}
 	err := h.driver.Rename(ctx, m.ID, svc.Container.Name)
 	if errors.As(err, &out.Taken) {
 		return out, nil

@@ -21,7 +21,7 @@ func offerMember(t *testing.T, h *host.Host, f *fake.Driver, svc host.Service, n
 	}
 	m := host.Member{ID: c.ID, Name: name, Namespace: "ns", Pool: "pool", PoolUID: "pool-uid", Class: "class",
 		Password: "member-pw", Address: "10.0.0.2"}
-	h.Warm().Offer("pool-uid", []host.Member{m})
+	h.Warm().Offer(h.Warm().Epoch(), "pool-uid", []host.Member{m})
 	return m
 }
 
@@ -68,7 +68,7 @@ func TestClaimRunsAnExecOnlyToRotate(t *testing.T) {
 // replica may have given them to Sandboxes meanwhile.
 func TestWarmResetForgetsOffersAndClaims(t *testing.T) {
 	w := host.NewWarm()
-	w.Offer("p", []host.Member{{ID: "m1", Namespace: "ns", Pool: "pool", PoolUID: "p", Class: "c"}, {ID: "m2", Namespace: "ns", Pool: "pool", PoolUID: "p", Class: "c"}})
+	w.Offer(w.Epoch(), "p", []host.Member{{ID: "m1", Namespace: "ns", Pool: "pool", PoolUID: "p", Class: "c"}, {ID: "m2", Namespace: "ns", Pool: "pool", PoolUID: "p", Class: "c"}})
 	if _, ok := w.Take("ns", "c", nil); !ok {
 		t.Fatal("nothing to take before the reset")
 	}
@@ -79,9 +79,44 @@ func TestWarmResetForgetsOffersAndClaims(t *testing.T) {
 	if w.Taken("m1") || w.Taken("m2") {
 		t.Fatal("a member is still taken after the reset")
 	}
-	w.Offer("p", []host.Member{{ID: "m2", Namespace: "ns", Pool: "pool", PoolUID: "p", Class: "c"}})
+	w.Offer(w.Epoch(), "p", []host.Member{{ID: "m2", Namespace: "ns", Pool: "pool", PoolUID: "p", Class: "c"}})
 	if m, ok := w.Take("ns", "c", nil); !ok || m.ID != "m2" {
 		t.Fatalf("after the reset and a fresh offer: %+v %v, want m2", m, ok)
+	}
+}
+
+// A pool pass that began before the replica gave the host up (its Lease lost
+// and regained meanwhile) offers nothing of what it listed: another replica
+// may have given those members to Sandboxes.
+func TestWarmDropsOffersOfAPassFromBeforeAReset(t *testing.T) {
+	w := host.NewWarm()
+	began := w.Epoch()
+	w.Reset()
+	w.Offer(began, "p", []host.Member{{ID: "m1", Namespace: "ns", Pool: "pool", PoolUID: "p", Class: "c"}})
+	if m, ok := w.Take("ns", "c", nil); ok {
+		t.Fatalf("took %s, offered by a pass that began before the reset", m.ID)
+	}
+}
+
+// A member taken before the replica gave the host up is not claimed after:
+// nothing is renamed, and the claim says it is stale (the caller neither
+// removes the member nor counts it its own).
+func TestClaimRefusesAMemberTakenBeforeAReset(t *testing.T) {
+	ctx := context.Background()
+	svc := service(512 << 20)
+	h, f := newHost()
+	offerMember(t, h, f, svc, "sandboxpool-a")
+	m, ok := h.Warm().Take("ns", "class", nil)
+	if !ok {
+		t.Fatal("no member to take")
+	}
+	h.Warm().Reset()
+	got, err := h.Claim(ctx, svc, m)
+	if err != nil || !got.Stale || got.Renamed {
+		t.Fatalf("Claim after a reset = %+v, %v; want Stale, nothing renamed", got, err)
+	}
+	if n := f.Calls(fake.VerbRename); n != 0 {
+		t.Errorf("a member taken before the reset was renamed (%d renames)", n)
 	}
 }
 

@@ -17,6 +17,8 @@ type Member struct {
 	Password string
 	// Address is its IP on its network, where the rotation logs in.
 	Address string
+	// Epoch is the Warm's epoch when it was taken (Take sets it).
+	Epoch uint64
 }
 
 // Warm is the host's index of claimable members, fed by the pool reconciler and
@@ -30,6 +32,24 @@ type Warm struct {
 	// claiming are the members taken and not yet claimed or removed: the
 	// claims in flight on the host, which refills wait for.
 	claiming map[string]bool
+	// epoch counts the Resets: what a pass learned of the host before one
+	// (it began before the replica gave the host up) is stale.
+	epoch uint64
+}
+
+// Epoch is the index's epoch now: a pass reads it before it lists the host,
+// and what it offers is dropped if the host was given up meanwhile.
+func (w *Warm) Epoch() uint64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.epoch
+}
+
+// Current says whether no Reset came since epoch.
+func (w *Warm) Current(epoch uint64) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.epoch == epoch
 }
 
 // Claiming says whether a claim is in flight on the host, from the Take of its
@@ -47,13 +67,17 @@ func NewWarm() *Warm {
 	return &Warm{free: map[string][]Member{}, taken: map[string]string{}, claiming: map[string]bool{}}
 }
 
-// Offer sets the claimable members of one pool, minus those already taken.
-// Nothing is started in them ahead of a claim: most claims (a new Sandbox's)
-// run no exec at all, and a held exec's teardown at claim cost every claim
-// the CPU its Ready write needed (see docs/pools.md).
-func (w *Warm) Offer(poolUID string, ms []Member) {
+// Offer sets the claimable members of one pool, minus those already taken,
+// as a pass that began at epoch saw them: nothing when the host was given up
+// since. Nothing is started in them ahead of a claim: most claims (a new
+// Sandbox's) run no exec at all, and a held exec's teardown at claim cost
+// every claim the CPU its Ready write needed (see docs/pools.md).
+func (w *Warm) Offer(epoch uint64, poolUID string, ms []Member) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if epoch != w.epoch {
+		return
+	}
 	ms = slices.DeleteFunc(slices.Clone(ms), func(m Member) bool { _, ok := w.taken[m.ID]; return ok })
 	if len(ms) == 0 {
 		delete(w.free, poolUID)
@@ -69,6 +93,7 @@ func (w *Warm) Reset() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.free, w.taken, w.claiming = map[string][]Member{}, map[string]string{}, map[string]bool{}
+	w.epoch++
 }
 
 // release ends member id's claim, if one is in flight: the claim is over, or
@@ -99,6 +124,7 @@ func (w *Warm) Take(namespace, class string, pools []string) (Member, bool) {
 		return Member{}, false
 	}
 	m := w.free[best][0]
+	m.Epoch = w.epoch
 	w.taken[m.ID] = best
 	w.claiming[m.ID] = true
 	if w.free[best] = w.free[best][1:]; len(w.free[best]) == 0 {
