@@ -89,6 +89,7 @@ func mutations(srv *fakedocker.Server, id string) int64 {
 // holds hosts has them taken over. No service is ever created twice.
 func TestFleetReplicasShareHosts(t *testing.T) {
 	ns := newNamespace(t, "replicas")
+	onlyOwnHosts(t)
 	hosts, servers := fakeHosts(t, 2)
 	flags := append([]string{"--leader-election-namespace", ns}, replicaLease...)
 	a, b := startManager(t, flags...), startManager(t, flags...)
@@ -174,6 +175,20 @@ func TestFleetReplicasShareHosts(t *testing.T) {
 		if n := len(srv.Stats().Containers); n != 0 {
 			t.Errorf("%s: containers left after every Sandbox went: %v", name, srv.Stats().Containers)
 		}
+	}
+}
+
+// onlyOwnHosts removes the DockerHosts earlier tests left (the implicit local
+// that every manager started without --docker-host-name= makes): the replicas
+// share every registered host, and with a third one two replicas take 2 + 1 of
+// them, the first two by name, so this test's two hosts would both go to one
+// replica. No manager runs between tests, so their finalizers are let go here;
+// the next test's manager makes local again.
+func onlyOwnHosts(t *testing.T) {
+	t.Helper()
+	for _, obj := range strings.Fields(kubectl(t, "get", "dockerhosts", "-o", "name")) {
+		kubectl(t, "patch", obj, "--type=merge", "-p", `{"metadata":{"finalizers":null}}`)
+		kubectl(t, "delete", obj, "--ignore-not-found", "--timeout=60s")
 	}
 }
 

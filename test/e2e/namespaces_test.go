@@ -8,11 +8,6 @@ import (
 	"github.com/roboco-sandbox/sandbox-controller/internal/testenv"
 )
 
-// Note: this file sorts after fleet_replicas_test.go on purpose: when these
-// tests ran before it, TestFleetReplicasShareHosts never saw its two replicas
-// split its two hosts (with or without the controller manager running through
-// the suite; not understood yet, see the stop note of 2026-12-02).
-
 // TestNamespaceDeletionEmptiesIt: with kube-controller-manager beside the API
 // server (as in a cluster), `kubectl delete namespace` of a namespace holding a
 // Sandbox and a warm pool completes, and every container of both goes. With an
