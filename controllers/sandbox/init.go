@@ -29,6 +29,18 @@ func (w serviceWork) heldBack(phase host.Phase, res serviceResult) serviceResult
 	return res
 }
 
+// unseeded is a service whose init scripts cannot be had and whose container
+// runs without having answered (made by a create that began before they
+// broke, or restarted): it is neither probed nor seeded without them, so it
+// is never Ready unseeded; it waits, stalled, until they can be read.
+func (w serviceWork) unseeded(res serviceResult) serviceResult {
+	res.containers = part{reason: sandboxv1.ReasonInitFailed, message: fmt.Sprintf(
+		"%s has not answered yet: it is probed and seeded once its init scripts can be read: %s", w.svc.Container.Name, w.initBlocked)}
+	res.probes = part{reason: sandboxv1.ReasonInitFailed, message: w.initBlocked}
+	res.stalled = true
+	return res
+}
+
 // initNote says, on a service whose init scripts cannot be had, that what
 // runs of it is kept as it is, its data untouched, until they are back.
 func (w serviceWork) initNote(res serviceResult) serviceResult {

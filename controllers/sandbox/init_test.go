@@ -13,6 +13,7 @@ import (
 	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
 	ct "github.com/roboco-sandbox/sandbox-controller/controllers/controllertest"
 	dd "github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver"
+	"github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver/fake"
 	"github.com/roboco-sandbox/sandbox-controller/internal/engine"
 	"github.com/roboco-sandbox/sandbox-controller/internal/host"
 )
@@ -177,5 +178,41 @@ var _ = Describe("Init scripts (spec.services[].init)", func() {
 		Expect(cs).To(HaveLen(1))
 		_, seeded := sim.File(cs[0].ID, engine.InitDir+"keys.redis")
 		Expect(seeded).To(BeTrue())
+	})
+	It("never reports Ready unseeded a container whose create began before its scripts broke: it waits, and is seeded once they are back", func() {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "seed"}, Data: map[string]string{"keys.redis": "SET a 1"}}
+		Expect(k8sClient.Create(ctx, cm)).To(Succeed())
+		creates := sim.Calls(fake.VerbCreateContainer)
+		DeferCleanup(sim.Inject(fake.Fault{Verb: fake.VerbCreateContainer, Delay: 8 * time.Second, Times: 1}))
+		sb := ct.Seeded(ct.NewSandbox(ns, "seeded", "init-mid-create", "redis"), "seed")
+		Expect(k8sClient.Create(ctx, sb)).To(Succeed())
+		Eventually(func() int { return sim.Calls(fake.VerbCreateContainer) }).Should(BeNumerically(">", creates))
+		seeds := sim.StepsStarted("seed")
+
+		By("breaking the scripts while Docker holds the create")
+		Eventually(func() error {
+			cur := &corev1.ConfigMap{}
+			if err := k8sClient.Get(ctx, client.ObjectKeyFromObject(cm), cur); err != nil {
+				return err
+			}
+			cur.Data["README.md"] = "# seeds"
+			return k8sClient.Update(ctx, cur)
+		}).Should(Succeed())
+		Eventually(func() int { return len(ct.ContainersOf(sim, sb)) }, 30*time.Second).Should(Equal(1))
+		Eventually(ct.Condition(sb, sandboxv1.ConditionStalled), 30*time.Second).Should(Equal("True/InitFailed"))
+		Expect(ct.Condition(sb, sandboxv1.ConditionReady)()).To(Equal("False/Failed"))
+		Expect(sim.StepsStarted("seed")).To(Equal(seeds), "seeded without its scripts")
+
+		By("fixing them: the same container is seeded, then Ready")
+		Eventually(func() error {
+			cur := &corev1.ConfigMap{}
+			if err := k8sClient.Get(ctx, client.ObjectKeyFromObject(cm), cur); err != nil {
+				return err
+			}
+			delete(cur.Data, "README.md")
+			return k8sClient.Update(ctx, cur)
+		}).Should(Succeed())
+		Eventually(ct.Condition(sb, sandboxv1.ConditionReady), 30*time.Second).Should(Equal("True/Ready"))
+		Expect(sim.StepsStarted("seed")).To(Equal(seeds + 1))
 	})
 })

@@ -31,6 +31,9 @@ const (
 // containers of the service's engine.
 func (r *Reconciler) reconcileService(ctx context.Context, w serviceWork, ours []dd.ContainerSummary) serviceResult {
 	res := newServiceResult(w)
+	if r.Host.CreatePending(w.svc) && w.initBlocked != "" {
+		return w.unseeded(res) // Note: the create goes on; its end wakes the Sandbox.
+	}
 	if r.Host.CreatePending(w.svc) {
 		// Note: its container may be listed half made (created, not started):
 		// the create's own end says what it made.
@@ -71,6 +74,10 @@ func (r *Reconciler) reconcileService(ctx context.Context, w serviceWork, ours [
 		return res.waiting(part{reason: sandboxv1.ReasonPaused, message: fmt.Sprintf(
 			"container %s is paused: it is left as it is; docker unpause resumes it", obs.Current.Name)},
 			w.svc.Engine.Name()+" is paused", pausedRecheck)
+	}
+	if w.initBlocked != "" && !settled(w, obs.Current.ID) {
+		res.status.ContainerID = obs.Current.ID
+		return w.unseeded(res)
 	}
 	if settled(w, obs.Current.ID) {
 		res.status = w.prev
