@@ -69,14 +69,7 @@ var _ = Describe("Init scripts (spec.services[].init)", func() {
 		Expect(ct.ContainersOf(sim, sb)).To(BeEmpty())
 
 		By("fixing the ConfigMap")
-		Eventually(func() error {
-			cur := &corev1.ConfigMap{}
-			if err := k8sClient.Get(ctx, client.ObjectKeyFromObject(cm), cur); err != nil {
-				return err
-			}
-			delete(cur.Data, "notes.txt")
-			return k8sClient.Update(ctx, cur)
-		}).Should(Succeed())
+		editConfigMap(cm, func(d map[string]string) { delete(d, "notes.txt") })
 		Eventually(ct.Condition(sb, sandboxv1.ConditionReady), 20*time.Second).Should(Equal("True/Ready"))
 	})
 
@@ -96,14 +89,7 @@ var _ = Describe("Init scripts (spec.services[].init)", func() {
 		Expect(ct.ContainersOf(sim, sb)).To(BeEmpty())
 
 		By("dropping one key")
-		Eventually(func() error {
-			cur := &corev1.ConfigMap{}
-			if err := k8sClient.Get(ctx, client.ObjectKeyFromObject(cm), cur); err != nil {
-				return err
-			}
-			delete(cur.Data, "000-rows.sql")
-			return k8sClient.Update(ctx, cur)
-		}).Should(Succeed())
+		editConfigMap(cm, func(d map[string]string) { delete(d, "000-rows.sql") })
 		Eventually(ct.Condition(sb, sandboxv1.ConditionReady), 20*time.Second).Should(Equal("True/Ready"))
 	})
 
@@ -134,19 +120,9 @@ var _ = Describe("Init scripts (spec.services[].init)", func() {
 		sb := ct.Seeded(ct.NewSandbox(ns, "seeded", "init-broken", "redis", "postgres"), "seed")
 		Expect(k8sClient.Create(ctx, sb)).To(Succeed())
 		ready := ct.WaitReady(sb)
-		editCM := func(edit func(map[string]string)) {
-			Eventually(func() error {
-				cur := &corev1.ConfigMap{}
-				if err := k8sClient.Get(ctx, client.ObjectKeyFromObject(cm), cur); err != nil {
-					return err
-				}
-				edit(cur.Data)
-				return k8sClient.Update(ctx, cur)
-			}).Should(Succeed())
-		}
 
 		By("adding a key no engine runs: what runs stays, and says why it is not up to date")
-		editCM(func(d map[string]string) { d["README.md"] = "# seeds" })
+		editConfigMap(cm, func(d map[string]string) { d["README.md"] = "# seeds" })
 		Eventually(ct.Condition(sb, sandboxv1.ConditionUpToDate)).Should(Equal("False/InitFailed"))
 		Expect(ct.Condition(sb, sandboxv1.ConditionReady)()).To(Equal("True/Ready"))
 
@@ -172,7 +148,7 @@ var _ = Describe("Init scripts (spec.services[].init)", func() {
 		Eventually(func() []dd.ContainerSummary { return ct.ContainersOf(sim, sb) }).Should(BeEmpty())
 
 		By("fixing the ConfigMap: redis is made again, seeded")
-		editCM(func(d map[string]string) { delete(d, "README.md") })
+		editConfigMap(cm, func(d map[string]string) { delete(d, "README.md") })
 		Eventually(ct.Condition(sb, sandboxv1.ConditionReady), 20*time.Second).Should(Equal("True/Ready"))
 		cs := ct.ContainersOf(sim, sb)
 		Expect(cs).To(HaveLen(1))
@@ -190,29 +166,28 @@ var _ = Describe("Init scripts (spec.services[].init)", func() {
 		seeds := sim.StepsStarted("seed")
 
 		By("breaking the scripts while Docker holds the create")
-		Eventually(func() error {
-			cur := &corev1.ConfigMap{}
-			if err := k8sClient.Get(ctx, client.ObjectKeyFromObject(cm), cur); err != nil {
-				return err
-			}
-			cur.Data["README.md"] = "# seeds"
-			return k8sClient.Update(ctx, cur)
-		}).Should(Succeed())
+		editConfigMap(cm, func(d map[string]string) { d["README.md"] = "# seeds" })
 		Eventually(func() int { return len(ct.ContainersOf(sim, sb)) }, 30*time.Second).Should(Equal(1))
 		Eventually(ct.Condition(sb, sandboxv1.ConditionStalled), 30*time.Second).Should(Equal("True/InitFailed"))
 		Expect(ct.Condition(sb, sandboxv1.ConditionReady)()).To(Equal("False/Failed"))
 		Expect(sim.StepsStarted("seed")).To(Equal(seeds), "seeded without its scripts")
 
 		By("fixing them: the same container is seeded, then Ready")
-		Eventually(func() error {
-			cur := &corev1.ConfigMap{}
-			if err := k8sClient.Get(ctx, client.ObjectKeyFromObject(cm), cur); err != nil {
-				return err
-			}
-			delete(cur.Data, "README.md")
-			return k8sClient.Update(ctx, cur)
-		}).Should(Succeed())
+		editConfigMap(cm, func(d map[string]string) { delete(d, "README.md") })
 		Eventually(ct.Condition(sb, sandboxv1.ConditionReady), 30*time.Second).Should(Equal("True/Ready"))
 		Expect(sim.StepsStarted("seed")).To(Equal(seeds + 1))
 	})
 })
+
+// editConfigMap applies edit to cm's data on the API server, retrying conflicts.
+func editConfigMap(cm *corev1.ConfigMap, edit func(map[string]string)) {
+	GinkgoHelper()
+	Eventually(func() error {
+		cur := &corev1.ConfigMap{}
+		if err := k8sClient.Get(ctx, client.ObjectKeyFromObject(cm), cur); err != nil {
+			return err
+		}
+		edit(cur.Data)
+		return k8sClient.Update(ctx, cur)
+	}).Should(Succeed())
+}

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -131,5 +132,25 @@ func TestInitScriptsAreReadOncePerVersion(t *testing.T) {
 	}
 	if api.configMaps != 2 {
 		t.Errorf("a changed ConfigMap was read %d times in all, want 2", api.configMaps)
+	}
+}
+
+// The scripts kept are bounded in all, whatever tenants write: past the bound
+// the least lately used go, and a source larger than it is never kept.
+func TestInitCacheIsBounded(t *testing.T) {
+	var c initCache
+	blob := make([]byte, 10<<20)
+	for i := range 5 {
+		c.keep(types.NamespacedName{Namespace: "ns", Name: string(rune('a' + i))}, "1", map[string][]byte{"x.sql": blob})
+		if c.bytes > initCacheBytes {
+			t.Fatalf("after %d sources of 10 MiB the cache holds %d bytes, more than %d", i+1, c.bytes, initCacheBytes)
+		}
+	}
+	if _, ok := c.entries[types.NamespacedName{Namespace: "ns", Name: "e"}]; !ok {
+		t.Error("the latest source was not kept")
+	}
+	c.keep(types.NamespacedName{Namespace: "ns", Name: "huge"}, "1", map[string][]byte{"x.sql": make([]byte, initCacheBytes+1)})
+	if _, ok := c.entries[types.NamespacedName{Namespace: "ns", Name: "huge"}]; ok {
+		t.Error("a source larger than the bound was kept")
 	}
 }

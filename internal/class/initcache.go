@@ -14,6 +14,10 @@ import (
 // initUnused is how long the scripts of a ConfigMap no pass asked for are kept.
 const initUnused = 10 * time.Minute
 
+// initCacheBytes bounds what the cache holds in all, whatever tenants write:
+// past it the least lately used go (read again when asked).
+const initCacheBytes = 32 << 20
+
 // initCache keeps the scripts last read of each ConfigMap with the
 // resourceVersion they were read at: a pass compares it with the ConfigMap's
 // metadata in the manager's cache (watched as metadata only) and reads the
@@ -21,12 +25,14 @@ const initUnused = 10 * time.Minute
 type initCache struct {
 	mu      sync.Mutex
 	entries map[types.NamespacedName]initEntry
+	bytes   int
 }
 
 type initEntry struct {
 	version string
 	data    map[string][]byte
 	used    time.Time
+	size    int
 }
 
 // cachedConfigMap is the data of the ConfigMap key at the version the manager's
@@ -57,10 +63,40 @@ func (c *initCache) keep(key types.NamespacedName, version string, data map[stri
 	if c.entries == nil {
 		c.entries = map[types.NamespacedName]initEntry{}
 	}
+	size := 0
+	for k, v := range data {
+		size += len(k) + len(v)
+	}
+	c.drop(key)
 	for k, e := range c.entries {
 		if now.Sub(e.used) > initUnused {
-			delete(c.entries, k)
+			c.drop(k)
 		}
 	}
-	c.entries[key] = initEntry{version: version, data: maps.Clone(data), used: now}
+	if size > initCacheBytes {
+		return
+	}
+	for c.bytes+size > initCacheBytes && len(c.entries) > 0 {
+		c.drop(c.leastUsed())
+	}
+	c.entries[key] = initEntry{version: version, data: maps.Clone(data), used: now, size: size}
+	c.bytes += size
+}
+
+func (c *initCache) drop(key types.NamespacedName) {
+	if e, ok := c.entries[key]; ok {
+		c.bytes -= e.size
+		delete(c.entries, key)
+	}
+}
+
+func (c *initCache) leastUsed() types.NamespacedName {
+	var oldest types.NamespacedName
+	var at time.Time
+	for k, e := range c.entries {
+		if at.IsZero() || e.used.Before(at) {
+			oldest, at = k, e.used
+		}
+	}
+	return oldest
 }
