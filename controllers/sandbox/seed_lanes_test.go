@@ -2,12 +2,16 @@ package sandbox_test
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
 	ct "github.com/roboco-sandbox/sandbox-controller/controllers/controllertest"
@@ -91,3 +95,63 @@ var _ = Describe("Seed lanes", func() {
 		Eventually(seeding(rest...), 30*time.Second).Should(Equal(2), "the freed lane went unused")
 	})
 })
+
+// A waiting seed is granted its lane by a wake, never by a look: one far back
+// in its queue looks again seldom (host.LaneWaitPoll), so that many waiting
+// seeds do not cost the host's other Sandboxes their passes.
+var _ = Describe("Seed lanes, looks", func() {
+	It("asks a seed far back in its queue to look again later than the first in line", func() {
+		sim, ns, passes := ct.NewHost(), ct.NewNamespace(), ct.NewPasses()
+		stop := ct.StartManagerObserved(sim, ct.TestOptions(), passes)
+		DeferCleanup(func() { stop() })
+		Expect(k8sClient.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "seed"},
+			Data: map[string]string{"10-schema.sql": "CREATE TABLE t (id int);"}})).To(Succeed())
+		DeferCleanup(sim.SlowSteps(ct.SlowStep{ID: "seed", For: fake.Forever}))
+		var sbs []*sandboxv1.Sandbox
+		for i := range 8 {
+			sb := ct.Seeded(ct.NewSandbox(ns, fmt.Sprintf("s%d", i), fmt.Sprintf("look-s%d", i), "postgres"), "seed")
+			Expect(k8sClient.Create(ctx, sb)).To(Succeed())
+			sbs = append(sbs, sb)
+			// Note: one at a time, so that the lanes and the queue's order are the creation order.
+			want := "10-schema.sql running"
+			if i >= 2 {
+				want = fmt.Sprintf("%s in namespace %s's queue", ordinal(i-1), ns)
+			}
+			Eventually(servicesMessage(sb), 30*time.Second).Should(ContainSubstring(want))
+		}
+		look := func(sb *sandboxv1.Sandbox, place string) time.Duration {
+			passes.Follow(sb, servicesMessage(sb))
+			// Note: a changed annotation brings a pass now.
+			Expect(k8sClient.Patch(ctx, sb, client.RawPatch(types.MergePatchType,
+				[]byte(`{"metadata":{"annotations":{"look":"`+place+`"}}}`)))).To(Succeed())
+			var got time.Duration
+			Eventually(func() bool {
+				for _, p := range passes.All() {
+					if strings.Contains(p.Read, place+" in namespace") && p.Err == nil {
+						got = p.Result.RequeueAfter
+						return true
+					}
+				}
+				return false
+			}, 30*time.Second).Should(BeTrue(), "no pass of the %s in line", place)
+			return got
+		}
+		Expect(look(sbs[2], "1st")).To(BeNumerically("<=", 11*time.Second), "the first in line looks again within LaneWait")
+		Expect(look(sbs[7], "6th")).To(BeNumerically(">=", 40*time.Second), "the sixth in line looks as often as the first")
+	})
+})
+
+func ordinal(n int) string {
+	return fmt.Sprintf("%d%s", n, map[int]string{1: "st", 2: "nd", 3: "rd"}[n]+map[bool]string{true: "th"}[n > 3])
+}
+
+// servicesMessage reads the message of a Sandbox's ServicesReady condition.
+func servicesMessage(sb *sandboxv1.Sandbox) func() string {
+	return func() string {
+		c := meta.FindStatusCondition(ct.Get(sb).Status.Conditions, sandboxv1.ConditionServicesReady)
+		if c == nil {
+			return ""
+		}
+		return c.Message
+	}
+}

@@ -22,7 +22,7 @@ func (r *Reconciler) releaseSeedLanes(sb *sandboxv1.Sandbox) {
 }
 
 // poke re-queues a Sandbox without blocking (a lane was granted to it); a
-// full queue leaves it to its backstop poll (host.LaneWait).
+// full queue leaves it to its backstop poll (host.LaneWaitPoll).
 func (r *Reconciler) poke(namespace, name string) {
 	sb := &sandboxv1.Sandbox{}
 	sb.Namespace, sb.Name = namespace, name

@@ -16,10 +16,24 @@ import (
 // SeedLanes are the gate's caps (see options.SeedLaneCaps).
 type SeedLanes struct{ PerHost, PerNamespace int }
 
-// LaneWait is how often a seed waiting for a lane looks again, as a backstop
-// to the gate's wake (well within lanes.DefaultForgetAfter, past which a
-// waiter that stopped asking loses its place).
+// LaneWait is how often the first seed in its namespace's queue looks again,
+// as a backstop to the gate's wake; one further back looks again later
+// (LaneWaitPoll), up to maxLaneWait, well within lanes.DefaultForgetAfter,
+// past which a waiter that stopped asking loses its place.
 const LaneWait = 10 * time.Second
+
+// maxLaneWait bounds a waiting seed's backstop look: its place in the queue,
+// in its status, is at most this old.
+const maxLaneWait = 45 * time.Second
+
+// LaneWaitPoll is when a seed position-th in its namespace's queue looks
+// again. A lane is granted by a wake, never by a look, so a look only
+// refreshes the place the status shows and the gate's memory of the waiter:
+// 28 seeds waiting behind 5-minute ones, each looking every 10 s, cost the
+// host's other Sandboxes 2.8 passes a second (TestBenchSeedsRunning).
+func LaneWaitPoll(position int) time.Duration {
+	return min(time.Duration(max(position, 1))*LaneWait, maxLaneWait)
+}
 
 // Lane is one seed's place at the gate: owner's step key.
 type Lane struct {

@@ -93,7 +93,7 @@ type Seeding struct {
 	// script and for how long, or where it waits.
 	Running  bool
 	Progress string
-	// Poll is when to look again while it runs (see Poll, LaneWait).
+	// Poll is when to look again while it runs (see Poll, LaneWaitPoll).
 	Poll time.Duration
 	// Failed is the failing key and its first error line; CutShort says an
 	// earlier run on the container ended unfinished (cancelled, killed with
@@ -127,7 +127,7 @@ func (h *Host) Seed(ctx context.Context, svc Service, c dd.Container, addr strin
 			h.started.absent(c.ID, key)
 		}
 		if t := lane.acquire(); !t.Granted {
-			return Seeding{Running: true, Progress: t.String(), Poll: LaneWait}
+			return Seeding{Running: true, Progress: t.String(), Poll: LaneWaitPoll(t.Position)}
 		}
 	}
 	st, err := h.runStep(ctx, c.ID, s)
