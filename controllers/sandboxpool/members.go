@@ -20,7 +20,10 @@ type poolMembers struct {
 	ready, starting []dd.ContainerSummary // unclaimed, of the current class
 	// seeding are the starting members whose seed runs or waits: their
 	// start's burst is over, so they hold no refill slot.
-	seeding  map[string]bool
+	seeding map[string]bool
+	// overdue are the starting members past their probe deadline: they go
+	// unless they answer now.
+	overdue  map[string]bool
 	unwanted []unwanted    // unclaimed, to remove
 	claimed  int           // renamed to a Sandbox's service
 	creating int           // being created beside the passes
@@ -48,7 +51,7 @@ func (p *Reconciler) list(ctx context.Context, pool *sandboxv1.SandboxPool) ([]d
 // Sandbox's Secret, before the rename) is neither counted, offered nor
 // removed: the claim owns it from then on.
 func (p *Reconciler) members(ctx context.Context, pool *sandboxv1.SandboxPool, class host.Service) (poolMembers, error) {
-	var ms poolMembers
+	ms := poolMembers{overdue: map[string]bool{}}
 	cs, err := p.list(ctx, pool)
 	if err != nil {
 		return ms, err
@@ -76,11 +79,14 @@ func (p *Reconciler) members(ctx context.Context, pool *sandboxv1.SandboxPool, c
 			ms.unwanted = append(ms.unwanted, unwanted{c: c, why: why})
 		case p.isReady(c.ID):
 			ms.ready = append(ms.ready, c)
-		case time.Since(c.CreatedAt) > class.ProbeDeadline && !p.Host.StepsUnderway(c.ID):
-			// Note: a member that seeds answered; its seed has its own bound.
-			ms.unwanted = append(ms.unwanted, unwanted{c: c, timedOut: true,
-				why: fmt.Sprintf("it did not answer (or verify its features) within its probe deadline of %s", class.ProbeDeadline)})
 		default:
+			// Note: one past its probe deadline (not seeding: a seed has its own
+			// bound) goes if this pass's probe fails too (probeStarting): a
+			// manager that just started, or regained its host's Lease, knows no
+			// member as ready.
+			if time.Since(c.CreatedAt) > class.ProbeDeadline && !p.Host.StepsUnderway(c.ID) {
+				ms.overdue[c.ID] = true
+			}
 			ms.starting = append(ms.starting, c)
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -17,12 +18,12 @@ import (
 )
 
 // probeStarting probes the starting members at once; one that answers (and whose
-// features verify and seed ran) becomes ready. It answers when to look again:
-// soon (0: no member starts), later when every starting member seeds (a
-// seed's end wakes the pool).
-func (p *Reconciler) probeStarting(ctx context.Context, class host.Service, key []byte, ms *poolMembers) time.Duration {
+// features verify and seed ran) becomes ready, an overdue one that does not
+// is unwanted. It answers when to look again: soon (0: no member starts),
+// later when every starting member seeds (a seed's end wakes the pool).
+func (p *Reconciler) probeStarting(ctx context.Context, class host.Service, key []byte, ms *poolMembers) (time.Duration, []unwanted) {
 	polls := make([]time.Duration, len(ms.starting))
-	seeding := make([]bool, len(ms.starting))
+	seeding, late := make([]bool, len(ms.starting)), make([]bool, len(ms.starting))
 	var wg sync.WaitGroup
 	for i, c := range ms.starting {
 		wg.Go(func() {
@@ -32,6 +33,8 @@ func (p *Reconciler) probeStarting(ctx context.Context, class host.Service, key 
 			switch {
 			case m.ok:
 				p.markReady(class, c, m.addr)
+			case ms.overdue[c.ID] && m.initFailed == "" && m.seedPoll == 0:
+				late[i] = true
 			case m.initFailed != "":
 				// Note: its data is half-seeded; the next member tries again, after the backoff.
 				_ = p.Host.Remove(ctx, c.ID)
@@ -42,15 +45,35 @@ func (p *Reconciler) probeStarting(ctx context.Context, class host.Service, key 
 		})
 	}
 	wg.Wait()
-	next := time.Duration(0)
+	next, gone := time.Duration(0), []unwanted(nil)
 	ms.seeding = map[string]bool{}
 	for i, d := range polls {
 		next = kit.Soonest(next, d)
 		if seeding[i] {
 			ms.seeding[ms.starting[i].ID] = true
 		}
+		if late[i] {
+			gone = append(gone, unwanted{c: ms.starting[i], timedOut: true,
+				why: fmt.Sprintf("it did not answer (or verify its features) within its probe deadline of %s", class.ProbeDeadline)})
+		}
 	}
-	return next
+	return next, gone
+}
+
+// removeLate removes the overdue members that did not answer (probeStarting):
+// they start no longer, and are made again.
+func (p *Reconciler) removeLate(ctx context.Context, pool *sandboxv1.SandboxPool, ms *poolMembers, late []unwanted) error {
+	if len(late) == 0 {
+		return nil
+	}
+	if err := p.removeUnwanted(ctx, pool, poolMembers{unwanted: late}); err != nil {
+		return err
+	}
+	for _, u := range late {
+		ms.starting = slices.DeleteFunc(ms.starting, func(c dd.ContainerSummary) bool { return c.ID == u.c.ID })
+	}
+	ms.missing += len(late)
+	return nil
 }
 
 // memberProbe is what probing a starting member found: it answers at addr

@@ -149,7 +149,11 @@ func (p *Reconciler) fill(ctx context.Context, pool *sandboxv1.SandboxPool) (ctr
 		poolDockerDown(pool, err)
 		return ctrl.Result{RequeueAfter: p.backoff(pool.UID)}, nil
 	}
-	probeAgain := p.probeStarting(ctx, class, key, &ms)
+	probeAgain, late := p.probeStarting(ctx, class, key, &ms)
+	if err := p.removeLate(ctx, pool, &ms, late); err != nil {
+		poolDockerDown(pool, err)
+		return ctrl.Result{RequeueAfter: p.backoff(pool.UID)}, nil
+	}
 	wanted := ms.missing
 	v, err := p.admit(ctx, pool, &ms)
 	if err != nil {
