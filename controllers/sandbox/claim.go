@@ -25,6 +25,10 @@ func (r *Reconciler) claimService(ctx context.Context, w serviceWork, res servic
 		return res, false
 	}
 	e := w.svc.Engine.Name()
+	if conflict := r.stillHeld(ctx, w); conflict != nil && w.reserved == nil {
+		return r.nameConflict(ctx, w.sb, res, conflict), true
+	}
+	prev, had := r.claims.Of(w.sb)[e]
 	m, ok := r.takeMember(w)
 	if !ok {
 		sandboxMetrics.claims.WithLabelValues(e, "miss").Inc()
@@ -53,8 +57,8 @@ func (r *Reconciler) claimService(ctx context.Context, w serviceWork, res servic
 		res.after(retryLater(ctx))
 		return res, true
 	case got.Taken != nil:
-		// Note: the member is this Sandbox's by its record, and still named as a member.
-		_ = r.Host.Remove(ctx, m.ID)
+		r.holders.set(w.sb.UID, e, got.Taken.Existing.ID)
+		r.giveBack(ctx, w, m, prev, had)
 		return r.nameConflict(ctx, w.sb, res, got.Taken), true
 	case err != nil:
 		// Note: a reserved member not renamed is removed by the pass (unreserve).
@@ -70,6 +74,18 @@ func (r *Reconciler) claimService(ctx context.Context, w serviceWork, res servic
 	res.event(sandboxv1.EventClaimed, fmt.Sprintf("%s: claimed a warm member of pool %s as %s in %s; its password is the Sandbox's",
 		e, m.Pool, w.svc.Container.Name, time.Since(start).Round(time.Millisecond)))
 	return r.claimedReady(w, got.Container, res), true
+}
+
+// giveBack returns member m, whose claim met the service's name taken, to its
+// pool: its record undone, it is offered again. A reserved one goes (the
+// Sandbox's Secret holds its password), as one whose record stays (Undo
+// failed): a member recorded by a Sandbox it does not serve is no one's.
+func (r *Reconciler) giveBack(ctx context.Context, w serviceWork, m host.Member, prev claim.Record, had bool) {
+	if w.reserved == nil && r.claims.Undo(ctx, r.Client, w.sb, w.svc.Engine.Name(), prev, had) == nil {
+		r.Host.Warm().GiveBack(m.ID)
+		return
+	}
+	_ = r.Host.Remove(ctx, m.ID)
 }
 
 // pokePool has member m's pool refill: once this pass has written its status,

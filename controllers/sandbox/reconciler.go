@@ -54,6 +54,8 @@ type Reconciler struct {
 	recalls *recalls
 	// names are the names this replica's passes took on the host (nameHeld).
 	names nameBook
+	// holders are the containers a claim found holding a service's name.
+	holders holders
 	// secrets watches the foreign Secrets that stall Sandboxes.
 	secrets *foreignSecrets
 	// claims are the claim records this manager wrote lately; poolKeys derive

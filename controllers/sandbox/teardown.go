@@ -95,6 +95,7 @@ func (r *Reconciler) removeFinalizer(ctx context.Context, p *pass) (ctrl.Result,
 	}
 	r.forget(types.NamespacedName{Namespace: sb.Namespace, Name: sb.Name})
 	r.claims.Forget(sb.UID)
+	r.holders.forget(sb.UID)
 	r.releaseSeedLanes(sb)
 	return ctrl.Result{}, true, nil
 }
@@ -167,6 +168,7 @@ func (r *Reconciler) letGo(ctx context.Context, sb *sandboxv1.Sandbox) error {
 	}
 	r.forget(types.NamespacedName{Namespace: sb.Namespace, Name: sb.Name})
 	r.claims.Forget(sb.UID)
+	r.holders.forget(sb.UID)
 	r.releaseSeedLanes(sb)
 	return nil
 }

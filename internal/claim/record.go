@@ -93,6 +93,30 @@ func (rc *Recent) Write(ctx context.Context, c client.Client, sb *sandboxv1.Sand
 	return nil
 }
 
+// Undo puts back engine's record of sb as it was before a Write whose claim
+// renamed nothing (prev; none when !had): the member it named is its pool's
+// again. A record it drops is remembered as none until the cache shows it.
+func (rc *Recent) Undo(ctx context.Context, c client.Client, sb *sandboxv1.Sandbox, engine string, prev Record, had bool) error {
+	rc.mu.Lock()
+	epoch := rc.epoch
+	rc.mu.Unlock()
+	var value any // a JSON null drops the key
+	if had {
+		value = sandboxv1.ServiceClaim{ContainerID: prev.ID, Credentials: prev.Credentials}
+	} else {
+		prev = Record{}
+	}
+	target, patch, err := mergePatch(sb, map[string]any{"status": map[string]any{"claims": map[string]any{engine: value}}})
+	if err == nil {
+		err = c.Status().Patch(ctx, target, patch)
+	}
+	if err != nil {
+		return err
+	}
+	rc.add(epoch, sb.UID, engine, prev)
+	return nil
+}
+
 // RemoveLegacy removes the claim annotations of the engines from sb; a Sandbox
 // gone meanwhile is no error.
 func RemoveLegacy(ctx context.Context, c client.Client, sb *sandboxv1.Sandbox, engines []string) error {
@@ -145,6 +169,7 @@ func (rc *Recent) Of(sb *sandboxv1.Sandbox) map[string]Record {
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
 	maps.Copy(out, rc.m[sb.UID])
+	maps.DeleteFunc(out, func(_ string, r Record) bool { return r.ID == "" }) // dropped (Undo)
 	return out
 }
 

@@ -104,6 +104,16 @@ func (w *Warm) release(id string) {
 	delete(w.claiming, id)
 }
 
+// GiveBack undoes the Take of member id whose claim renamed nothing (the
+// service's name was taken) and whose record was undone: its pool's next pass
+// offers it again.
+func (w *Warm) GiveBack(id string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	delete(w.taken, id)
+	delete(w.claiming, id)
+}
+
 // Take claims a member of class from the pools of namespace (only those named
 // in pools, when any): the oldest of the fullest pool, so claims spread. The
 // claim is in flight until Host.Claim ends or Host.Remove removes the member.
