@@ -29,6 +29,16 @@ func GetPool(p *sandboxv1.SandboxPool) *sandboxv1.SandboxPool {
 	return out
 }
 
+// EditPool changes a pool's spec, retrying on conflicts (the manager writes its
+// status and finalizer meanwhile).
+func EditPool(p *sandboxv1.SandboxPool, change func(*sandboxv1.SandboxPoolSpec)) {
+	gomega.EventuallyWithOffset(1, func() error {
+		cur := GetPool(p)
+		change(&cur.Spec)
+		return k8sClient.Update(ctx, cur)
+	}).Should(gomega.Succeed())
+}
+
 // PoolCounts is "ready/replicas/claimed" of a pool's status.
 func PoolCounts(p *sandboxv1.SandboxPool) func() [3]int64 {
 	return func() [3]int64 {

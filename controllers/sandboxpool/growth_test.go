@@ -7,6 +7,7 @@ import (
 	. "github.com/onsi/gomega"
 	"k8s.io/utils/ptr"
 
+	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
 	ct "github.com/roboco-sandbox/sandbox-controller/controllers/controllertest"
 )
 
@@ -26,19 +27,11 @@ var _ = Describe("Growth", func() {
 		Expect(k8sClient.Create(ctx, pool)).To(Succeed())
 		Eventually(ct.PoolCounts(pool)).Should(Equal([3]int64{1, 1, 0}))
 
-		Eventually(func() error {
-			cur := ct.GetPool(pool)
-			cur.Spec.Replicas = ptr.To[int32](100)
-			return k8sClient.Update(ctx, cur)
-		}).Should(Succeed())
+		ct.EditPool(pool, func(s *sandboxv1.SandboxPoolSpec) { s.Replicas = ptr.To[int32](100) })
 		Eventually(func() string { return ct.PoolReady(pool) }).Should(ContainSubstring("no capacity left"))
 		Consistently(func() int { return len(ct.Members(b, pool)) }, 2*time.Second, 50*time.Millisecond).Should(Equal(1))
 
-		Eventually(func() error {
-			cur := ct.GetPool(pool)
-			cur.Spec.Replicas = ptr.To[int32](3)
-			return k8sClient.Update(ctx, cur)
-		}).Should(Succeed())
+		ct.EditPool(pool, func(s *sandboxv1.SandboxPoolSpec) { s.Replicas = ptr.To[int32](3) })
 		Eventually(ct.PoolCounts(pool)).Should(Equal([3]int64{3, 3, 0}))
 	})
 })

@@ -230,9 +230,7 @@ var _ = Describe("Warm pools, when a claim is cut short", func() {
 		for _, m := range ct.Members(host, pool) {
 			before[m.ID] = true
 		}
-		p := ct.GetPool(pool)
-		p.Spec.MaxAge = &metav1.Duration{Duration: time.Second}
-		Expect(k8sClient.Update(ctx, p)).To(Succeed())
+		ct.EditPool(pool, func(s *sandboxv1.SandboxPoolSpec) { s.MaxAge = &metav1.Duration{Duration: time.Second} })
 		Eventually(func() bool {
 			ms := ct.Members(host, pool)
 			for _, m := range ms {

@@ -142,9 +142,7 @@ var _ = Describe("Warm pools on the real Docker engine, a claimed member whose S
 
 	It("never serves it to a new Sandbox of its agentID that starts cold (policy Never, the pool scaled to 0)", func() {
 		id, release := leftover()
-		p := ct.GetPool(pool)
-		p.Spec.Replicas = ptr.To(int32(0))
-		Expect(k8sClient.Update(ctx, p)).To(Succeed())
+		ct.EditPool(pool, func(s *sandboxv1.SandboxPoolSpec) { s.Replicas = ptr.To(int32(0)) })
 		Eventually(ct.PoolCounts(pool), time.Minute).Should(Equal([3]int64{0, 0, 1})) // the leftover counts as claimed
 
 		next := ct.NewSandbox(ns, "second", agent, "redis")

@@ -86,9 +86,7 @@ var _ = Describe("Warm pools, a claimed member whose Sandbox went without its te
 
 	It("is never served to a new Sandbox of its agentID that starts cold (policy Never, the pool scaled to 0), and is reaped so that one goes Ready", func() {
 		id, release := leftover("left-1")
-		p := ct.GetPool(pool)
-		p.Spec.Replicas = ptr.To(int32(0))
-		Expect(k8sClient.Update(ctx, p)).To(Succeed())
+		ct.EditPool(pool, func(s *sandboxv1.SandboxPoolSpec) { s.Replicas = ptr.To(int32(0)) })
 		Eventually(func() int { return len(unclaimedMembers(host, pool)) }).Should(BeZero())
 
 		next := ct.NewSandbox(ns, "second", "left-1", "redis")

@@ -89,9 +89,35 @@ func kubectl(t *testing.T, args ...string) string {
 	t.Helper()
 	out, err := env.Kubectl(args...)
 	if err != nil {
+		if len(args) > 0 && args[0] == "wait" {
+			t.Log(waitedFor(args))
+		}
 		t.Fatal(err)
 	}
 	return out
+}
+
+// waitedFor is what a kubectl wait that failed waited on, as it stands: each
+// object's conditions, so that a failure says why.
+func waitedFor(args []string) string {
+	ns := []string{}
+	var objects []string
+	for i := 1; i < len(args); i++ {
+		switch a := args[i]; {
+		case a == "-n" && i+1 < len(args):
+			ns = []string{"-n", args[i+1]}
+			i++
+		case !strings.HasPrefix(a, "-"):
+			objects = append(objects, a)
+		}
+	}
+	var b strings.Builder
+	for _, o := range objects {
+		out, _ := env.Kubectl(append(append([]string{"get", o}, ns...), "-o",
+			`jsonpath={range .status.conditions[*]}{.type}={.status} {.reason}: {.message}{"\n"}{end}`)...)
+		fmt.Fprintf(&b, "%s, as it stands:\n%s\n", o, out)
+	}
+	return b.String()
 }
 
 // secretData reads a Secret's decoded data through kubectl.

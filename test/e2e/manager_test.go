@@ -47,6 +47,9 @@ func startBinary(t *testing.T, bin string, vars []string, extra ...string) *mana
 		"--grace-period", "5s",
 		"--sweep-interval", "5s",
 		"--zap-encoder", "console",
+		// Note: as the chaos suite's: on a CI machine running every suite at once a
+		// postgres initdb alone can take a minute, past the engines' own deadlines.
+		"--probe-deadline", "postgres=5m,redis=3m,mongo=5m",
 	}
 	logf, err := os.Create(m.log)
 	if err != nil {
