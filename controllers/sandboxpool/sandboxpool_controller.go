@@ -172,27 +172,33 @@ func (p *Reconciler) fill(ctx context.Context, pool *sandboxv1.SandboxPool) (ctr
 		return ctrl.Result{RequeueAfter: p.backoff(pool.UID)}, nil
 	}
 	p.succeeded(pool.UID)
+	return ctrl.Result{RequeueAfter: p.nextPass(pool, &ms, created, wanted, probeAgain)}, nil
+}
+
+// nextPass says when the pool's next pass is due after a pass that made
+// created of the wanted members.
+func (p *Reconciler) nextPass(pool *sandboxv1.SandboxPool, ms *poolMembers, created, wanted int, probeAgain time.Duration) time.Duration {
 	if wait := p.createWait(pool.UID); len(ms.starting)+created == 0 && wait > 0 {
-		return ctrl.Result{RequeueAfter: wait}, nil
+		return wait
 	}
 	if created > 0 || created < ms.missing && p.Host.Warm().Claiming() {
 		// Note: a claim in flight lasts tens of ms; then refills go on.
-		return ctrl.Result{RequeueAfter: memberProbeInterval}, nil
+		return memberProbeInterval
 	}
 	if created < ms.missing {
 		// Note: a freed slot wakes the pool (refills), a pulled image too;
 		// this is the backstop.
-		return ctrl.Result{RequeueAfter: kit.Soonest(kit.Soonest(probeAgain, p.createWait(pool.UID)), kit.Jitter(slotHold))}, nil
+		return kit.Soonest(kit.Soonest(probeAgain, p.createWait(pool.UID)), kit.Jitter(slotHold))
 	}
 	if probeAgain > 0 {
-		return ctrl.Result{RequeueAfter: probeAgain}, nil
+		return probeAgain
 	}
 	if created < wanted {
 		// Note: a quota's room freed re-queues the pool (its watch); this is the backstop.
-		return ctrl.Result{RequeueAfter: kit.Jitter(kit.StalledRecheck)}, nil
+		return kit.Jitter(kit.StalledRecheck)
 	}
 	// Note: a member passing maxAge is replaced on time, not at the next resync.
-	return ctrl.Result{RequeueAfter: kit.Soonest(kit.Jitter(p.Options.ResyncPeriod), ms.expires)}, nil
+	return kit.Soonest(kit.Jitter(p.Options.ResyncPeriod), ms.expires)
 }
 
 // memberProbeInterval paces the probes of starting members: a member becomes
