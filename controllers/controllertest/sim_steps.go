@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -128,7 +127,7 @@ func (st *simSteps) has(container string, k step.Key) bool {
 // startStep runs req's command now (its result is what it answers when its
 // time is up) and records the step.
 func (s *EngineSim) startStep(ctx context.Context, c dd.Container, req step.Request, env map[string]string) *simStep {
-	argv, timeout := unwrapTimeout(req.Argv)
+	argv, timeout := fake.KilledAt(req.Argv)
 	id := idOf(req.Key)
 	runs := s.stepsState.slowFor(c, id)
 	st := &simStep{Simulated: step.Simulated{Started: time.Now()}, id: id, argv: argv, env: env, runs: runs, bound: timeout, files: seedFiles(argv)}
@@ -162,15 +161,6 @@ func (st *simSteps) slowFor(c dd.Container, id string) time.Duration {
 		}
 	}
 	return 0
-}
-
-// unwrapTimeout takes off the host's "timeout -s KILL N" around a step.
-func unwrapTimeout(argv []string) ([]string, time.Duration) {
-	if len(argv) > 4 && argv[0] == "timeout" && argv[1] == "-s" && argv[2] == "KILL" {
-		n, _ := strconv.Atoi(argv[3])
-		return argv[4:], time.Duration(n) * time.Second
-	}
-	return argv, 0
 }
 
 // seedFiles counts a seed's scripts (sh -c <script> init FILE...).

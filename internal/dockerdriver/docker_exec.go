@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"strconv"
 	"time"
 
 	"github.com/moby/moby/api/pkg/stdcopy"
@@ -41,7 +42,7 @@ func (d *Docker) Exec(ctx context.Context, nameOrID string, spec ExecSpec) (Exec
 		return fail(err)
 	}
 	created, err := d.cli.ExecCreate(ectx, nameOrID, client.ExecCreateOptions{
-		Cmd:          spec.Cmd,
+		Cmd:          killedAt(spec, timeout),
 		Env:          envList(spec.Env),
 		AttachStdout: true,
 		AttachStderr: true,
@@ -60,6 +61,17 @@ func (d *Docker) Exec(ctx context.Context, nameOrID string, spec ExecSpec) (Exec
 		return fail(err)
 	}
 	return res, nil
+}
+
+// killedAt is spec's command, under timeout(1) when it is to be killed at
+// timeout: a second after it, in whole seconds (busybox's timeout takes no
+// fractions), so that the caller sees a timeout, not an exit of 137.
+func killedAt(spec ExecSpec, timeout time.Duration) []string {
+	if !spec.KillAtTimeout {
+		return spec.Cmd
+	}
+	secs := strconv.FormatInt(int64((timeout+time.Second-1)/time.Second)+1, 10)
+	return append([]string{"timeout", "-s", "KILL", secs}, spec.Cmd...)
 }
 
 // runExec starts exec id and waits for it to end, collecting its output.

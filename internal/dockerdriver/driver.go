@@ -148,6 +148,11 @@ type ExecSpec struct {
 	// returns an ErrTimeout error; the process itself may keep running in
 	// the container, as Docker has no way to kill an exec.
 	Timeout time.Duration
+	// KillAtTimeout kills the command in the container soon after its
+	// timeout (within about a second: it runs under timeout(1), which the
+	// image must have), so that one that hangs does not leave its container
+	// busy (ErrBusy) for good.
+	KillAtTimeout bool
 	// OutputLimit is how many trailing bytes of each stream to keep
 	// (0: DefaultOutputLimit).
 	OutputLimit int

@@ -173,8 +173,11 @@ func seedProgress(st step.State, n int) string {
 	return fmt.Sprintf("%s running %s (seed running %s)", st.Progress, st.ProgressFor, st.Elapsed)
 }
 
+// exec runs a short engine step inline, killed in the container at its
+// timeout: a probe that hangs (a half-open connection, a starved Node.js) would
+// otherwise leave the container busy, every later probe refused, until it ends.
 func (h *Host) exec(ctx context.Context, c dd.Container, step engine.Step) (dd.ExecResult, error) {
-	return h.driver.Exec(ctx, c.ID, dd.ExecSpec{Cmd: step.Argv, Env: step.Env, Timeout: step.Timeout})
+	return h.driver.Exec(ctx, c.ID, dd.ExecSpec{Cmd: step.Argv, Env: step.Env, Timeout: step.Timeout, KillAtTimeout: true})
 }
 
 // ExitMessage says how a stopped container ended, with the last lines of its log.

@@ -99,7 +99,16 @@ func (s *Server) run(p *execProc, done <-chan struct{}, conn net.Conn, stdin *bu
 		p.cmd = cmd
 		s.mu.Unlock()
 	}
+	cmd, killAt := fake.KilledAt(cmd)
+	if killAt > 0 {
+		s.mu.Lock()
+		p.cmd = cmd
+		s.mu.Unlock()
+	}
 	res, runFor := s.behaviour(p.c, cmd, env)
+	if killAt > 0 && (runFor == fake.Forever || runFor > killAt) {
+		runFor, res.ExitCode = killAt, 137 // timeout(1)'s KILL
+	}
 	if conn != nil {
 		_, _ = conn.Write(frame(stdcopy.Stdout, []byte(res.Stdout)))
 		_, _ = conn.Write(frame(stdcopy.Stderr, []byte(res.Stderr)))

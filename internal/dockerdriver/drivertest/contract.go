@@ -40,6 +40,7 @@ func RunContract(t *testing.T, newDriver NewDriver) {
 		{"Exec", c.exec},
 		{"ExecTimeout", c.execTimeout},
 		{"ExecBusyWhileATimedOutExecRuns", c.execBusy},
+		{"ExecKilledAtTimeoutLeavesNoBusy", c.execKilled},
 		{"PreparedExec", c.preparedExec},
 		{"ExecDetachedEndsWithExecDie", c.execDetached},
 		{"PreparedLaunchRunsOnDetached", c.preparedLaunch},

@@ -137,6 +137,32 @@ func (c contract) execBusy(t *testing.T) {
 	})
 }
 
+// execKilled: an exec to be killed at its timeout (KillAtTimeout) that hangs
+// does not outlive it in its container: soon after its caller stops waiting,
+// the next exec there runs rather than being refused as busy until the hung
+// one ends by itself (a probe stuck on a half-open connection held a mongo
+// service unready for minutes that way).
+func (c contract) execKilled(t *testing.T) {
+	d, env, ctx := c.setup(t, Config{})
+	s := spec(env, "exec-killed", Script{Sleep: Forever})
+	mustCreate(t, ctx, d, s)
+	hung := env.Command(Script{Sleep: 10 * time.Minute})
+	_, err := d.Exec(ctx, s.Name, dd.ExecSpec{Cmd: hung, Timeout: time.Second, KillAtTimeout: true})
+	wantKind(t, err, dd.ErrTimeout)
+	quick := env.Command(Script{Stdout: []string{"ok"}})
+	var r dd.ExecResult
+	eventually(t, 30*time.Second, "the next exec running", func() (bool, string) {
+		r, err = d.Exec(ctx, s.Name, dd.ExecSpec{Cmd: quick})
+		return !errors.Is(err, dd.ErrBusy), fmt.Sprint(err)
+	})
+	if err != nil || r.Stdout != "ok\n" {
+		t.Errorf("Exec after the killed one = %+v, %v; want ok", r, err)
+	}
+	if n := env.ExecsRunning(t, s.Name, hung); n != 0 {
+		t.Errorf("%d execs of %q still run in %s, want none: it was to be killed", n, hung, s.Name)
+	}
+}
+
 // preparedExec: a command started ahead runs only when it gets the rest of its
 // environment, which arrives byte for byte; its timeout counts from Run; while
 // held it does not make its container busy; abandoned, it never runs.

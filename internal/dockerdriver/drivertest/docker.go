@@ -216,7 +216,7 @@ func (fx *DockerFixture) importImage(t *testing.T, ctx context.Context, ref stri
 	}
 }
 
-var busyboxApplets = []string{"sh", "echo", "printf", "sleep", "yes", "head", "cat", "env", "true", "false", "ls", "grep", "id", "kill", "ps", "wc", "tr", "cut"}
+var busyboxApplets = []string{"sh", "echo", "printf", "sleep", "yes", "head", "cat", "env", "true", "false", "ls", "grep", "id", "kill", "ps", "wc", "tr", "cut", "timeout"}
 
 // writeRootfs writes a busybox root file system, plus extra files.
 func writeRootfs(t *testing.T, tw *tar.Writer, busybox []byte, extra map[string][]byte) {

@@ -68,6 +68,8 @@ type execRun struct {
 	res    dd.ExecResult
 	runFor time.Duration
 	rule   *execRule // the Hang rule it obeys
+	// killAt ends it there, whatever it does (ExecSpec.KillAtTimeout; 0: never).
+	killAt time.Duration
 }
 
 // Exec runs a Script command (others exit 0 at once), or what an ExecRule says.
@@ -95,6 +97,9 @@ func (f *Driver) execute(ctx context.Context, nameOrID, ref string, spec dd.Exec
 	run, err := f.startExec(nameOrID, ref, spec, true)
 	if err != nil {
 		return dd.ExecResult{}, err
+	}
+	if spec.KillAtTimeout {
+		run.killAt = timeout
 	}
 	res, err := f.waitExec(ctx, run, ref, timeout)
 	if err != nil {

@@ -15,7 +15,7 @@ type lingering struct {
 	cmd []string
 	// why is how its caller left it, for the busy error: "timed out after 1s".
 	why   string
-	until time.Time // a script's end; zero: until the container exits
+	until time.Time // a script's end, or its kill (KillAtTimeout); zero: until the container exits
 	rule  *execRule // the Hang rule that made it; nil for a script
 }
 
@@ -24,9 +24,13 @@ type lingering struct {
 func (f *Driver) linger(run *execRun, start time.Time, why string) {
 	l := &lingering{cmd: run.cmd, why: why, rule: run.rule}
 	if run.rule == nil && run.runFor != Forever {
-		if l.until = start.Add(run.runFor); !time.Now().Before(l.until) {
-			return
-		}
+		l.until = start.Add(run.runFor)
+	}
+	if killed := start.Add(run.killAt); run.killAt > 0 && (l.until.IsZero() || killed.Before(l.until)) {
+		l.until = killed
+	}
+	if !l.until.IsZero() && !time.Now().Before(l.until) {
+		return
 	}
 	if run.c.c.State == dd.StateRunning && f.containers[run.c.c.ID] == run.c {
 		run.c.lingering = l
@@ -41,10 +45,10 @@ func (f *Driver) lingeringIn(c *ctr) *lingering {
 		return nil
 	}
 	ended := c.c.State != dd.StateRunning && c.c.State != dd.StatePaused
-	switch {
-	case l.rule != nil:
+	if l.rule != nil {
 		ended = ended || !slices.Contains(f.execRules, l.rule)
-	case !l.until.IsZero():
+	}
+	if !l.until.IsZero() {
 		ended = ended || !time.Now().Before(l.until)
 	}
 	if ended {

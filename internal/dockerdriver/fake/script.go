@@ -2,6 +2,7 @@ package fake
 
 import (
 	"encoding/json"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -23,6 +24,18 @@ type Script struct {
 }
 
 const scriptArg0 = "/fake/script"
+
+// KilledAt takes off a "timeout -s KILL N" around cmd (the real driver's
+// ExecSpec.KillAtTimeout, the host's bound on a step) and says when the
+// command is killed (0: never).
+func KilledAt(cmd []string) ([]string, time.Duration) {
+	if len(cmd) > 4 && cmd[0] == "timeout" && cmd[1] == "-s" && cmd[2] == "KILL" {
+		if n, err := strconv.Atoi(cmd[3]); err == nil {
+			return cmd[4:], time.Duration(n) * time.Second
+		}
+	}
+	return cmd, 0
+}
 
 // Command encodes s as a command line the fake understands.
 func Command(s Script) []string {

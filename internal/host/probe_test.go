@@ -1,0 +1,44 @@
+package host_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	dd "github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver"
+	"github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver/fake"
+	"github.com/roboco-sandbox/sandbox-controller/internal/engine"
+)
+
+// quickProbe is an engine whose probe gives up after 200 ms, so that a test
+// sees a hung probe time out without waiting the engine's own seconds.
+type quickProbe struct{ engine.Engine }
+
+func (q quickProbe) Probe(password, addr string) engine.Step {
+	s := q.Engine.Probe(password, addr)
+	s.Timeout = 200 * time.Millisecond
+	return s
+}
+
+// A probe that hangs in its container is killed there when it times out: the
+// next probe runs, rather than being refused because the hung one still runs
+// (CI: a mongosh probe stuck for minutes held a trio's mongo unready until
+// `kubectl wait` gave up, every later probe refused as busy).
+func TestProbeThatHangsIsKilledAtItsTimeout(t *testing.T) {
+	ctx := context.Background()
+	svc := service(512 << 20)
+	svc.Engine = quickProbe{svc.Engine}
+	h, f := newHost()
+	c, err := f.SeedContainer(svc.Container, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.OnExec(fake.ExecRule{Container: c.ID, Hang: true})()
+	for i := range 3 {
+		passed, detail := h.Probe(ctx, svc, dd.Container{ID: c.ID, Name: c.Name}, "10.0.0.2")
+		if passed || !strings.Contains(detail, "timeout after") {
+			t.Fatalf("probe %d = %v, %q; want it to run and time out", i+1, passed, detail)
+		}
+	}
+}
