@@ -2,14 +2,17 @@ package sandbox
 
 import (
 	"context"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
 	"github.com/roboco-sandbox/sandbox-controller/internal/admission"
 	"github.com/roboco-sandbox/sandbox-controller/internal/kit"
+	"github.com/roboco-sandbox/sandbox-controller/internal/quota"
 )
 
 // +kubebuilder:rbac:groups=sandbox.roboco.io,resources=sandboxpolicies,verbs=get;list;watch
@@ -48,11 +51,41 @@ func (v verdict) held(*sandboxv1.Sandbox, *Reconciler) bool {
 // pass's status, no write of its own).
 func (r *Reconciler) admission(ctx context.Context, sb *sandboxv1.Sandbox) (verdict, error) {
 	g := admission.Gate{Client: r.Client, API: r.APIReader, Options: r.Options, Host: r.Scope.Name}
-	v, err := g.Admit(ctx, admission.ForSandbox(r.Options, sb))
+	v, err := g.Admit(ctx, admission.ForSandbox(r.Options, sb).KeepingRecord())
 	if v.Admitted != nil {
 		sb.Status.Admitted = v.Admitted
 	}
 	return verdict{Verdict: v, result: ctrl.Result{RequeueAfter: v.Recheck()}, reason: v.Reason(), why: v.Why(), retry: v.Retry}, err
+}
+
+// shrinkRecheck is how soon a pass looks again at a shrink not yet given
+// back (what it drops still there, or a write that failed).
+const shrinkRecheck = 2 * time.Second
+
+// settleShrink gives back what sb's record holds beyond what its spec asks,
+// once what runs matches the spec (matches: nothing held, nothing dropped
+// still there, every container made to the spec). Until then a shrink stays
+// counted at what was admitted (admission keeps the record), so nothing else
+// is admitted into room that what still runs takes. It says when to look
+// again (0: no shrink waits).
+func (r *Reconciler) settleShrink(ctx context.Context, sb *sandboxv1.Sandbox, matches bool) time.Duration {
+	rec, want := quota.FromAdmitted(sb.Status.Admitted), quota.OfSandbox(r.Options, sb)
+	switch {
+	case rec == nil || rec.Equal(want) || !rec.Covers(want):
+		return 0
+	case !matches:
+		return kit.Jitter(shrinkRecheck)
+	}
+	g := admission.Gate{Client: r.Client, API: r.APIReader, Options: r.Options, Host: r.Scope.Name}
+	v, err := g.Admit(ctx, admission.ForSandbox(r.Options, sb))
+	if err != nil || v.Retry || v.Admitted == nil {
+		if err != nil {
+			logf.FromContext(ctx).Error(err, "Giving back what a shrink freed; retrying")
+		}
+		return kit.Jitter(shrinkRecheck)
+	}
+	sb.Status.Admitted = v.Admitted
+	return 0
 }
 
 // wait says sb waits to be admitted (it made nothing yet): for its namespace's

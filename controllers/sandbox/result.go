@@ -55,6 +55,9 @@ type serviceResult struct {
 	events []serviceEvent
 	// claimedReserved: the member reserved for the service serves it now.
 	claimedReserved bool
+	// current: its containers are all as its spec asks (none outdated, set
+	// aside or behind, not held), so what it takes is what its spec says.
+	current bool
 }
 
 type serviceEvent struct{ eventType, reason, message string }

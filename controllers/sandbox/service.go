@@ -43,6 +43,7 @@ func (r *Reconciler) reconcileService(ctx context.Context, w serviceWork, ours [
 	if err != nil {
 		return res.dockerFailed(ctx, err, "observing "+w.svc.Container.Name)
 	}
+	res.current = !w.svc.Hold && len(obs.Outdated) == 0 && len(obs.Aside) == 0 && obs.Behind == ""
 	for _, c := range obs.Outdated {
 		if done, err := r.retire(ctx, w, c.ContainerSummary, &res); err != nil {
 			return res.dockerFailed(ctx, err, "removing the outdated container "+c.Name)

@@ -87,9 +87,15 @@ func (r *Reconciler) reconcileServices(ctx context.Context, sb *sandboxv1.Sandbo
 	}
 	data.Summarize(sb)
 	r.report(ctx, sb, results, wasReady, oldConditions)
+	settle := r.settleShrink(ctx, sb, held == nil && dropped == 0 && allCurrent(results))
 	result := passResult(results, r.Options.ResyncPeriod)
-	result.RequeueAfter = kit.Soonest(result.RequeueAfter, dropped)
+	result.RequeueAfter = kit.Soonest(result.RequeueAfter, dropped, settle)
 	return result, nil
+}
+
+// allCurrent: every service's containers are as its spec asks.
+func allCurrent(results []serviceResult) bool {
+	return !slices.ContainsFunc(results, func(res serviceResult) bool { return !res.current })
 }
 
 // resolveServices resolves each service's container spec; stalled says one

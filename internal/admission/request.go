@@ -53,6 +53,17 @@ func ForSandbox(o options.Options, sb *sandboxv1.Sandbox) Request {
 		Hold: true, Made: made, Placed: made}
 }
 
+// KeepingRecord is r asking no less than it was admitted to: a shrink is
+// not admitted here, since what it drops may still run (a removal that
+// fails, a container not yet replaced); its caller gives the room back once
+// what runs matches the spec (asking r itself).
+func (r Request) KeepingRecord() Request {
+	if r.Admitted != nil {
+		r.Unit = r.Unit.Max(*r.Admitted)
+	}
+	return r
+}
+
 // ForPool is what pool asks: its replicas, of which runs run and made
 // containers are on the host (the unwanted among them too).
 func ForPool(o options.Options, pool *sandboxv1.SandboxPool, runs, made int) Request {

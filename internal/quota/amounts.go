@@ -44,6 +44,15 @@ func (a Amounts) Covers(o Amounts) bool {
 	return a.Sandboxes >= o.Sandboxes && a.PoolMembers >= o.PoolMembers && a.Memory.Cmp(o.Memory) >= 0
 }
 
+// Max is the most of a and o, field by field.
+func (a Amounts) Max(o Amounts) Amounts {
+	mem := a.Memory.DeepCopy()
+	if o.Memory.Cmp(mem) > 0 {
+		mem = o.Memory.DeepCopy()
+	}
+	return Amounts{Sandboxes: max(a.Sandboxes, o.Sandboxes), PoolMembers: max(a.PoolMembers, o.PoolMembers), Memory: mem}
+}
+
 // Admitted is a as an object's status.admitted.
 func (a Amounts) Admitted() *sandboxv1.Admitted {
 	return &sandboxv1.Admitted{Sandboxes: a.Sandboxes, PoolMembers: a.PoolMembers, Memory: bytes(a.Memory)}
