@@ -20,7 +20,9 @@ import (
 // from making members holds room only for those it has: what it cannot make
 // is not kept from others.
 func (p *Reconciler) admit(ctx context.Context, pool *sandboxv1.SandboxPool, ms *poolMembers) (admission.Verdict, error) {
-	have := len(ms.ready) + len(ms.starting)
+	// Note: a create in flight is a member: not counted, the gates' room
+	// would be made twice over.
+	have := len(ms.ready) + len(ms.starting) + ms.creating
 	g := admission.Gate{Client: p.Client, API: p.API, Options: p.Options, Host: p.Scope.Name}
 	v, err := g.Admit(ctx, admission.ForPool(p.Options, pool, have, have+len(ms.unwanted)))
 	if err != nil {

@@ -5,7 +5,9 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	"k8s.io/utils/ptr"
 
+	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
 	ct "github.com/roboco-sandbox/sandbox-controller/controllers/controllertest"
 	"github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver/fake"
 )
@@ -20,7 +22,9 @@ var _ = Describe("Member creates beside the pass", func() {
 	BeforeEach(func() {
 		sim = ct.NewHost(fake.WithCallTimeout(time.Hour))
 		ns = ct.NewNamespace()
-		stop := ct.StartManager(sim, ct.TestOptions())
+		opts := ct.TestOptions()
+		opts.PoolRefills = 4
+		stop := ct.StartManager(sim, opts)
 		DeferCleanup(func() { stop() })
 	})
 
@@ -42,5 +46,21 @@ var _ = Describe("Member creates beside the pass", func() {
 		Expect(k8sClient.Create(ctx, pool)).To(Succeed())
 		Eventually(ct.PoolCounts(pool), 30*time.Second).Should(Equal([3]int64{2, 2, 0}), ct.PoolDescribe(pool))
 		Expect(sim.Calls(fake.VerbCreateContainer)).To(Equal(2), "a member was made twice")
+	})
+
+	// A create in flight is a member the quota counts: scaling up while one
+	// is held makes only what the quota has room for beside it.
+	It("counts creates in flight against the pool's quota", func() {
+		ct.NewQuota(ns, sandboxv1.QuotaAmounts{PoolMembers: ptr.To[int32](2)})
+		DeferCleanup(sim.Inject(fake.Fault{Verb: fake.VerbCreateContainer, Delay: time.Hour}))
+		pool := ct.NewPool(ns, "quota", "redis", 1)
+		Expect(k8sClient.Create(ctx, pool)).To(Succeed())
+		Eventually(func() int { return sim.Calls(fake.VerbCreateContainer) }).Should(Equal(1))
+
+		ct.EditPool(pool, func(s *sandboxv1.SandboxPoolSpec) { s.Replicas = ptr.To[int32](3) })
+		Eventually(func() int { return sim.Calls(fake.VerbCreateContainer) }).Should(Equal(2))
+		Eventually(func() string { return ct.PoolReady(pool) }).Should(HavePrefix(sandboxv1.ReasonQuotaExceeded + ":"))
+		Consistently(func() int { return sim.Calls(fake.VerbCreateContainer) }, 2*time.Second, 50*time.Millisecond).
+			Should(Equal(2), "members were made beyond the quota's 2 beside the create in flight")
 	})
 })
