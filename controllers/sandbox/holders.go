@@ -6,7 +6,9 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 
+	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
 	dd "github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver"
+	"github.com/roboco-sandbox/sandbox-controller/internal/host"
 )
 
 // holders remembers, per Sandbox service, the container that held the
@@ -64,4 +66,17 @@ func (r *Reconciler) stillHeld(ctx context.Context, w serviceWork) *dd.ConflictE
 		return nil
 	}
 	return &dd.ConflictError{Name: c.Name, Existing: c}
+}
+
+// heldBeforeReserve: a container not of sb holds svc's name (one inspect), so
+// a member reserved for it could not be renamed and, its password already in
+// the Secret, would go (unreserve). It is remembered as the holder: the
+// passes after look at it alone (stillHeld), and none takes a member for it.
+func (r *Reconciler) heldBeforeReserve(ctx context.Context, sb *sandboxv1.Sandbox, svc host.Service) bool {
+	c, err := r.Driver.Inspect(ctx, svc.Container.Name)
+	if err != nil || c.Labels[host.LabelUID] == string(sb.UID) {
+		return false // absent, or unknown: the claim finds out
+	}
+	r.holders.set(sb.UID, svc.Engine.Name(), c.ID)
+	return true
 }

@@ -37,7 +37,7 @@ func (r *Reconciler) reserve(ctx context.Context, sb *sandboxv1.Sandbox) (taken 
 		if err != nil || !r.mayClaim(serviceWork{sb: sb, svc: svc}) {
 			continue
 		}
-		if _, ok := kept[svc.Engine.Name()]; ok {
+		if _, ok := kept[svc.Engine.Name()]; ok || r.heldBeforeReserve(ctx, sb, svc) {
 			continue
 		}
 		m, ok := r.Host.Warm().Take(sb.Namespace, host.ClassHash(svc.Container), poolNames(sb))
