@@ -44,7 +44,8 @@ var _ = Describe("Seeds on the real Docker engine", Label("docker"), func() {
 		By("both seeding: the status names the script, postgres runs it")
 		for _, sb := range []*sandboxv1.Sandbox{doomed, neighbour} {
 			Eventually(ct.Condition(sb, sandboxv1.ConditionServicesReady), startWithin, 200*time.Millisecond).Should(Equal("False/Seeding"))
-			Expect(ct.ConditionOf(sb, sandboxv1.ConditionServicesReady).Message).To(
+			// Note: "starting 5 scripts" comes first, until the seed's first progress line.
+			Eventually(func() string { return ct.ConditionOf(sb, sandboxv1.ConditionServicesReady).Message }, time.Minute).Should(
 				MatchRegexp(`Seeding: 1 of 5 scripts, 010-sleep\.sql running`))
 			Eventually(ct.SleepingBackends(driver, sb), time.Minute).Should(Equal(1))
 		}

@@ -40,7 +40,9 @@ var _ = Describe("Seeds beside the pass (one worker)", func() {
 		seeded := ct.Seeded(ct.NewSandbox(ns, "seeded", "slow-seed", "postgres"), "seed")
 		Expect(k8sClient.Create(ctx, seeded)).To(Succeed())
 		Eventually(ct.Condition(seeded, sandboxv1.ConditionServicesReady)).Should(Equal("False/Seeding"))
-		Expect(ct.ConditionOf(seeded, sandboxv1.ConditionServicesReady).Message).To(MatchRegexp(`1 of 2 scripts, 10-schema\.sql running`))
+		// Note: "starting 2 scripts" comes first, until the seed's first progress line.
+		Eventually(func() string { return ct.ConditionOf(seeded, sandboxv1.ConditionServicesReady).Message }).Should(
+			MatchRegexp(`1 of 2 scripts, 10-schema\.sql running`))
 		Expect(ct.Condition(seeded, sandboxv1.ConditionReady)()).To(HavePrefix("False/"))
 
 		other := ct.NewSandbox(ns, "other", "plain", "redis")
