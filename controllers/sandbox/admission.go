@@ -11,6 +11,7 @@ import (
 
 	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
 	"github.com/roboco-sandbox/sandbox-controller/internal/admission"
+	"github.com/roboco-sandbox/sandbox-controller/internal/chaosplant"
 	"github.com/roboco-sandbox/sandbox-controller/internal/kit"
 	"github.com/roboco-sandbox/sandbox-controller/internal/quota"
 )
@@ -51,7 +52,11 @@ func (v verdict) held(*sandboxv1.Sandbox, *Reconciler) bool {
 // pass's status, no write of its own).
 func (r *Reconciler) admission(ctx context.Context, sb *sandboxv1.Sandbox) (verdict, error) {
 	g := admission.Gate{Client: r.Client, API: r.APIReader, Options: r.Options, Host: r.Scope.Name}
-	v, err := g.Admit(ctx, admission.ForSandbox(r.Options, sb).KeepingRecord())
+	req := admission.ForSandbox(r.Options, sb).KeepingRecord()
+	if chaosplant.Active(chaosplant.ShrinkAtOnce) {
+		req = admission.ForSandbox(r.Options, sb)
+	}
+	v, err := g.Admit(ctx, req)
 	if v.Admitted != nil {
 		sb.Status.Admitted = v.Admitted
 	}

@@ -7,6 +7,7 @@ import (
 
 	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
 	"github.com/roboco-sandbox/sandbox-controller/internal/admission"
+	"github.com/roboco-sandbox/sandbox-controller/internal/chaosplant"
 	"github.com/roboco-sandbox/sandbox-controller/internal/kit"
 )
 
@@ -23,6 +24,9 @@ func (p *Reconciler) admit(ctx context.Context, pool *sandboxv1.SandboxPool, ms 
 	// Note: a create in flight is a member: not counted, the gates' room
 	// would be made twice over.
 	have := len(ms.ready) + len(ms.starting) + ms.creating
+	if chaosplant.Active(chaosplant.CreatesUncounted) {
+		have -= ms.creating
+	}
 	g := admission.Gate{Client: p.Client, API: p.API, Options: p.Options, Host: p.Scope.Name}
 	v, err := g.Admit(ctx, admission.ForPool(p.Options, pool, have, have+len(ms.unwanted)))
 	if err != nil {

@@ -58,7 +58,7 @@ var _ = Describe("Member creates beside the pass", func() {
 		Eventually(func() int { return sim.Calls(fake.VerbCreateContainer) }).Should(Equal(1))
 
 		ct.EditPool(pool, func(s *sandboxv1.SandboxPoolSpec) { s.Replicas = ptr.To[int32](3) })
-		Eventually(func() int { return sim.Calls(fake.VerbCreateContainer) }).Should(Equal(2))
+		Eventually(func() int { return sim.Calls(fake.VerbCreateContainer) }).Should(Equal(2), "members were made beyond the quota's 2 beside the create in flight")
 		Eventually(func() string { return ct.PoolReady(pool) }).Should(HavePrefix(sandboxv1.ReasonQuotaExceeded + ":"))
 		Consistently(func() int { return sim.Calls(fake.VerbCreateContainer) }, 2*time.Second, 50*time.Millisecond).
 			Should(Equal(2), "members were made beyond the quota's 2 beside the create in flight")

@@ -28,6 +28,12 @@ const (
 	// StepAwaited: a pass waits for a container step (a seed) to end instead
 	// of starting it and returning; host.StepsAwaited counts it.
 	StepAwaited = "step-awaited"
+	// ShrinkAtOnce: a Sandbox's shrink is admitted, and its room given back,
+	// before what it drops is gone.
+	ShrinkAtOnce = "shrink-at-once"
+	// CreatesUncounted: a pool's admission does not count its members'
+	// creates in flight.
+	CreatesUncounted = "creates-uncounted"
 )
 
 // Env is the variable a chaos_plant build reads the planted bug's name from.
