@@ -83,6 +83,9 @@ images: docker ## Build the engine images (postgres, redis, mongo stand-in) and 
 # The chaos suite's short run inside `make test`, and its long run (`make chaos`).
 CHAOS_SHORT_CYCLES ?= 10
 CHAOS_CYCLES ?= 130
+# The tenant-input chaos (TestChaosTenant): random tenant actions under a quota.
+CHAOS_SHORT_TENANT_ACTIONS ?= 20
+CHAOS_TENANT_ACTIONS ?= 200
 CHAOS_OUTAGE ?= 4m
 
 .PHONY: test
@@ -92,7 +95,7 @@ test: verify-generated verify-tidy vet lint images ## Run every test suite (buil
 	hack/build-tool.sh promtool github.com/prometheus/prometheus github.com/prometheus/prometheus/cmd/promtool >/dev/null
 	hack/build-tool.sh helm helm.sh/helm/v4 helm.sh/helm/v4/cmd/helm >/dev/null
 	cd api && go test $(GO_TEST_FLAGS) ./...
-	CHAOS_CYCLES=$(CHAOS_SHORT_CYCLES) KUBEBUILDER_ASSETS="$$(hack/build-envtest.sh)" go test $(GO_TEST_FLAGS) ./...
+	CHAOS_CYCLES=$(CHAOS_SHORT_CYCLES) CHAOS_TENANT_ACTIONS=$(CHAOS_SHORT_TENANT_ACTIONS) KUBEBUILDER_ASSETS="$$(hack/build-envtest.sh)" go test $(GO_TEST_FLAGS) ./...
 	hack/planted.sh
 
 .PHONY: test-planted
@@ -112,9 +115,9 @@ test-controllers: images ## Run the controller suites (PKG=sandboxpool: one pack
 	KUBEBUILDER_ASSETS="$$(hack/build-envtest.sh)" go test $(GO_TEST_FLAGS) $(if $(PKG),./controllers/$(PKG)/,./controllers/...) $(if $(FOCUS),-ginkgo.focus='$(FOCUS)')
 
 .PHONY: chaos
-chaos: images ## The long chaos run (CHAOS_CYCLES=130 fault cycles: each of the 13 kinds at least 10 times; CHAOS_SEED=n replays one), the planted bugs it must catch, and idle Sandboxes through a CHAOS_OUTAGE=4m daemon outage.
+chaos: images ## The long chaos run (CHAOS_CYCLES=130 fault cycles: each of the 13 kinds at least 10 times; CHAOS_SEED=n replays one), CHAOS_TENANT_ACTIONS=200 random tenant actions under a quota, the planted bugs it must catch, and idle Sandboxes through a CHAOS_OUTAGE=4m daemon outage.
 	hack/ensure-iproute2.sh
-	CHAOS_CYCLES=$(CHAOS_CYCLES) CHAOS_OUTAGE=$(CHAOS_OUTAGE) CHAOS_PLANTED=1 KUBEBUILDER_ASSETS="$$(hack/build-envtest.sh)" go test -count=1 -timeout 600m -v -run 'TestChaos' ./test/chaos/
+	CHAOS_CYCLES=$(CHAOS_CYCLES) CHAOS_TENANT_ACTIONS=$(CHAOS_TENANT_ACTIONS) CHAOS_OUTAGE=$(CHAOS_OUTAGE) CHAOS_PLANTED=1 KUBEBUILDER_ASSETS="$$(hack/build-envtest.sh)" go test -count=1 -timeout 600m -v -run 'TestChaos' ./test/chaos/
 
 .PHONY: chaos-planted
 chaos-planted: images ## Show that the chaos suite catches each planted bug (a manager built with -tags chaos_plant).
