@@ -43,8 +43,6 @@ const (
 	// deadReadyBound is how long Ready may stay True on a service whose
 	// container is gone (Docker's die or destroy event wakes the Sandbox).
 	deadReadyBound = 30 * time.Second
-	// goneBound is how long a deleted Sandbox may take to go.
-	goneBound = 90 * time.Second
 )
 
 var tenantMemories = []string{"64Mi", "128Mi", "256Mi", "384Mi"}
@@ -119,8 +117,12 @@ func (tn *tenant) execute(ctx context.Context, n int) []violation {
 		r.t.Logf("action %d: %s %s%s", i+1, kind, target, errNote(err))
 		sleep(ctx, between(tn.rnd, 300*time.Millisecond, 2*time.Second))
 	}
-	// Note: the last actions' effects get the bounds to show, sampled.
-	sleep(ctx, min(deadReadyBound, goneBound)+5*time.Second)
+	// Note: the last actions' effects are sampled until they settle (every
+	// deletion done, no Ready service without its container), at most the bound.
+	for end := time.Now().Add(r.s.bound); time.Now().Before(end) && !tn.settled(); {
+		sleep(ctx, time.Second)
+	}
+	sleep(ctx, deadReadyBound)
 	stop()
 	wg.Wait()
 	tn.sampleOnce(ctx, true)
@@ -137,6 +139,13 @@ func errNote(err error) string {
 		return ""
 	}
 	return " (" + err.Error() + ")"
+}
+
+// settled: no deletion and no dead Ready service is pending.
+func (tn *tenant) settled() bool {
+	tn.mu.Lock()
+	defer tn.mu.Unlock()
+	return len(tn.deleted) == 0 && len(tn.deadSince) == 0
 }
 
 // sample checks the invariants every half second until ctx ends.
@@ -227,8 +236,8 @@ func (tn *tenant) checkDeadReady(sbs map[string]*sandboxv1.Sandbox, cs []tenantC
 	}
 }
 
-// checkGone: a deleted Sandbox still there past the bound (at the last look:
-// still there at all).
+// checkGone: a deleted Sandbox still there past the run's bound (at the last
+// look, after the run settled: still there at all).
 func (tn *tenant) checkGone(sbs map[string]*sandboxv1.Sandbox, last bool) {
 	tn.mu.Lock()
 	defer tn.mu.Unlock()
@@ -241,7 +250,7 @@ func (tn *tenant) checkGone(sbs map[string]*sandboxv1.Sandbox, last bool) {
 		switch {
 		case !there:
 			delete(tn.deleted, uid)
-		case time.Since(at) > goneBound || last && time.Since(at) > goneBound/2:
+		case time.Since(at) > tn.r.s.bound || last:
 			tn.r.violate(invGone, fmt.Sprintf("%s deleted %s ago is still there (finalizers %v)", sb.Name,
 				time.Since(at).Round(time.Second), sb.Finalizers))
 			delete(tn.deleted, uid) // said once
