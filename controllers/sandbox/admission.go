@@ -64,7 +64,7 @@ func (r *Reconciler) admission(ctx context.Context, sb *sandboxv1.Sandbox) (verd
 }
 
 // shrinkRecheck is how soon a pass looks again at a shrink not yet given
-// back (what it drops still there, or a write that failed).
+// back (a replacement in flight, or a write that failed).
 const shrinkRecheck = 2 * time.Second
 
 // settleShrink gives back what sb's record holds beyond what its spec asks,
@@ -72,14 +72,18 @@ const shrinkRecheck = 2 * time.Second
 // still there, every container made to the spec). Until then a shrink stays
 // counted at what was admitted (admission keeps the record), so nothing else
 // is admitted into room that what still runs takes. It says when to look
-// again (0: no shrink waits).
-func (r *Reconciler) settleShrink(ctx context.Context, sb *sandboxv1.Sandbox, matches bool) time.Duration {
+// again: soon when what runs moves to the spec by itself (a replacement in
+// flight), else 0: no shrink waits, or what it waits on (a refused growth, a
+// removal's retry, scripts that cannot be read) wakes the Sandbox anyway.
+func (r *Reconciler) settleShrink(ctx context.Context, sb *sandboxv1.Sandbox, matches, moving bool) time.Duration {
 	rec, want := quota.FromAdmitted(sb.Status.Admitted), quota.OfSandbox(r.Options, sb)
 	switch {
 	case rec == nil || rec.Equal(want) || !rec.Covers(want):
 		return 0
-	case !matches:
+	case !matches && moving:
 		return kit.Jitter(shrinkRecheck)
+	case !matches:
+		return 0
 	}
 	g := admission.Gate{Client: r.Client, API: r.APIReader, Options: r.Options, Host: r.Scope.Name}
 	v, err := g.Admit(ctx, admission.ForSandbox(r.Options, sb))

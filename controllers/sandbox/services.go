@@ -87,7 +87,8 @@ func (r *Reconciler) reconcileServices(ctx context.Context, sb *sandboxv1.Sandbo
 	}
 	data.Summarize(sb)
 	r.report(ctx, sb, results, wasReady, oldConditions)
-	settle := r.settleShrink(ctx, sb, held == nil && dropped == 0 && allCurrent(results))
+	moving := held == nil && dropped == 0 && !slices.ContainsFunc(specs, func(s host.Service) bool { return s.Hold })
+	settle := r.settleShrink(ctx, sb, moving && allCurrent(results), moving)
 	result := passResult(results, r.Options.ResyncPeriod)
 	result.RequeueAfter = kit.Soonest(result.RequeueAfter, dropped, settle)
 	return result, nil
