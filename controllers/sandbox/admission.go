@@ -56,6 +56,10 @@ func (r *Reconciler) admission(ctx context.Context, sb *sandboxv1.Sandbox) (verd
 	if chaosplant.Active(chaosplant.ShrinkAtOnce) {
 		req = admission.ForSandbox(r.Options, sb)
 	}
+	if chaosplant.Active(chaosplant.GrowthUnjudged) && sb.Status.Admitted != nil {
+		sb.Status.Admitted = quota.OfSandbox(r.Options, sb).Admitted()
+		return verdict{}, nil
+	}
 	v, err := g.Admit(ctx, req)
 	if v.Admitted != nil {
 		sb.Status.Admitted = v.Admitted

@@ -109,6 +109,9 @@ func (r *Reconciler) resolveServices(ctx context.Context, sb *sandboxv1.Sandbox,
 	for i, svc := range sb.Spec.Services {
 		var err error
 		if specs[i], err = r.Class.Sandbox(ctx, sb, svc, creds.passwords[string(svc.Engine)]); errors.As(err, new(errInit)) {
+			if chaosplant.Active(chaosplant.ObserveStopsOnBadInit) {
+				return nil, nil, true
+			}
 			specs[i].Hold = true
 			blocked[string(svc.Engine)] = err.Error()
 		} else if err != nil {

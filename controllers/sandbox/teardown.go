@@ -21,6 +21,7 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
+	"github.com/roboco-sandbox/sandbox-controller/internal/chaosplant"
 	dd "github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver"
 	"github.com/roboco-sandbox/sandbox-controller/internal/kit"
 	"github.com/roboco-sandbox/sandbox-controller/internal/quota"
@@ -134,6 +135,14 @@ func deleteSecret(ctx context.Context, c client.Client, api client.Reader, sb *s
 // pool members; stop, kill, remove with volumes) in parallel, and lists again to
 // confirm they are gone.
 func (r *Reconciler) teardown(ctx context.Context, sb *sandboxv1.Sandbox) (int, error) {
+	for _, svc := range sb.Spec.Services {
+		if !chaosplant.Active(chaosplant.TeardownNeedsInit) {
+			break
+		}
+		if _, err := r.Class.Sandbox(ctx, sb, svc, ""); err != nil {
+			return 0, fmt.Errorf("reading %s's init scripts: %w", svc.Engine, err)
+		}
+	}
 	cs, _, err := r.ours(ctx, sb, nil, nil)
 	if err != nil {
 		return 0, err

@@ -34,6 +34,16 @@ const (
 	// CreatesUncounted: a pool's admission does not count its members'
 	// creates in flight.
 	CreatesUncounted = "creates-uncounted"
+	// GrowthUnjudged: a Sandbox admitted once is not judged again, so its
+	// growth takes room its quota does not have.
+	GrowthUnjudged = "growth-unjudged"
+	// ObserveStopsOnBadInit: a pass returns before it observes the services
+	// while an init source cannot be read, so a container removed meanwhile
+	// is neither made again nor reported.
+	ObserveStopsOnBadInit = "observe-stops-on-bad-init"
+	// TeardownNeedsInit: a deleted Sandbox's teardown reads its init scripts
+	// first, and waits while they cannot be read.
+	TeardownNeedsInit = "teardown-needs-init"
 )
 
 // Env is the variable a chaos_plant build reads the planted bug's name from.

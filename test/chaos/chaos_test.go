@@ -265,6 +265,8 @@ func (h *harness) newRun(t *testing.T, s settings) *run {
 		"--redis-image", h.images.Plain["redis"], "--redis-kitchen-sink-image", h.images.KitchenSink["redis"],
 		"--mongo-image", h.images.Plain["mongo"],
 		"--metrics-bind-address", "0", "--health-probe-bind-address", "0",
+		// Note: the tenant mode moves Sandboxes to these (the second does not exist).
+		"--allowed-networks", instance + "-net," + instance + "-missing",
 		"--grace-period", gracePeriod.String(), "--sweep-interval", sweepInterval.String(), "--resync-period", resyncPeriod.String(),
 		"--zap-encoder", "console",
 		// Note: a busy CI machine can take a minute for a postgres initdb alone.

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -19,8 +18,9 @@ import (
 	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
 )
 
-// act takes one tenant action, chosen at random among those that apply.
-func (tn *tenant) act(ctx context.Context) (kind, target string, err error) {
+// act takes one tenant action, chosen at random (by weight) among those the
+// run allows (tn.kinds) that apply; kind, when not "", is the one taken.
+func (tn *tenant) act(ctx context.Context, kind string) (string, string, error) {
 	live, err := tn.live(ctx)
 	if err != nil {
 		return "look", "", err
@@ -29,26 +29,82 @@ func (tn *tenant) act(ctx context.Context) (kind, target string, err error) {
 	if len(live) > 0 {
 		pick = live[tn.rnd.IntN(len(live))]
 	}
-	switch k := tn.rnd.IntN(20); {
-	case pick == nil || k < 4 && len(live) < tenantMaxLive:
-		return "create", "", tn.create(ctx)
-	case k < 6:
-		return "delete", pick.Name, tn.delete(ctx, pick)
-	case k < 10:
-		return "memory", pick.Name, tn.edit(ctx, pick, tn.memory)
-	case k < 13:
-		return "services", pick.Name, tn.edit(ctx, pick, tn.services)
-	case k < 18:
-		kind, err := tn.seed(ctx)
-		return kind, tenantSeedConfigMap, err
+	var can []tenantAction
+	total := 0
+	for _, a := range tenantActions {
+		switch {
+		case a.live && pick == nil, kind != "" && a.kind != kind:
+		case kind != "":
+			return a.do(ctx, tn, pick)
+		case tn.kinds != nil && !slices.Contains(tn.kinds, a.kind), a.kind == "create" && len(live) >= tenantMaxLive:
+		default:
+			can, total = append(can, a), total+a.weight
+		}
 	}
-	name, err := tn.removeContainer(ctx)
-	return "remove-container", name, err
+	k := tn.rnd.IntN(max(1, total))
+	for _, a := range can {
+		if k -= a.weight; k < 0 {
+			return a.do(ctx, tn, pick)
+		}
+	}
+	return "none", "", nil
+}
+
+// tenantAction is a kind of tenant action and how often it is picked; live:
+// it acts on one of the tenant's live Sandboxes (do is given it).
+type tenantAction struct {
+	kind   string
+	weight int
+	live   bool
+	do     func(ctx context.Context, tn *tenant, sb *sandboxv1.Sandbox) (kind, target string, err error)
+}
+
+var tenantActions = []tenantAction{
+	{kind: "create", weight: 4, do: func(ctx context.Context, tn *tenant, _ *sandboxv1.Sandbox) (string, string, error) {
+		return "create", "", tn.create(ctx, false)
+	}},
+	// Only as a planted run's first action (weight 0).
+	{kind: "create-seeded", do: func(ctx context.Context, tn *tenant, _ *sandboxv1.Sandbox) (string, string, error) {
+		return "create-seeded", "", tn.create(ctx, true)
+	}},
+	{kind: "delete", weight: 2, live: true, do: func(ctx context.Context, tn *tenant, sb *sandboxv1.Sandbox) (string, string, error) {
+		return "delete", sb.Name, tn.delete(ctx, sb)
+	}},
+	{kind: "memory", weight: 4, live: true, do: func(ctx context.Context, tn *tenant, sb *sandboxv1.Sandbox) (string, string, error) {
+		return "memory", sb.Name, tn.edit(ctx, sb, tn.memory)
+	}},
+	{kind: "services", weight: 3, live: true, do: func(ctx context.Context, tn *tenant, sb *sandboxv1.Sandbox) (string, string, error) {
+		return "services", sb.Name, tn.edit(ctx, sb, tn.services)
+	}},
+	{kind: "data", weight: 2, live: true, do: func(ctx context.Context, tn *tenant, sb *sandboxv1.Sandbox) (string, string, error) {
+		return "data", sb.Name, tn.edit(ctx, sb, tn.data)
+	}},
+	{kind: "network", weight: 1, live: true, do: func(ctx context.Context, tn *tenant, sb *sandboxv1.Sandbox) (string, string, error) {
+		return "network", sb.Name, tn.edit(ctx, sb, tn.network)
+	}},
+	{kind: "pool-replicas", weight: 2, do: func(ctx context.Context, tn *tenant, _ *sandboxv1.Sandbox) (string, string, error) {
+		n := int32(tn.rnd.IntN(4))
+		return "pool-replicas", fmt.Sprintf("%s to %d", tenantPool().Name, n), tn.scalePool(ctx, n)
+	}},
+	seedAction("seed-bad-key", 1), seedAction("seed-fix", 2), seedAction("seed-script", 1), seedAction("seed-delete", 1),
+	{kind: "remove-container", weight: 2, do: func(ctx context.Context, tn *tenant, _ *sandboxv1.Sandbox) (string, string, error) {
+		name, err := tn.removeContainer(ctx)
+		return "remove-container", name, err
+	}},
+}
+
+// seedAction is a change of the tenant's init ConfigMap (tenant.seed).
+func seedAction(kind string, weight int) tenantAction {
+	return tenantAction{kind: kind, weight: weight, do: func(ctx context.Context, tn *tenant, _ *sandboxv1.Sandbox) (string, string, error) {
+		done, err := tn.seed(ctx, kind)
+		return done, tenantSeedConfigMap, err
+	}}
 }
 
 // create makes a Sandbox of one or two services, each with a random memory
-// limit; a redis service is seeded from the tenant's ConfigMap half the time.
-func (tn *tenant) create(ctx context.Context) error {
+// limit; a redis service is seeded from the tenant's ConfigMap half the time
+// (seeded: a seeded redis, always).
+func (tn *tenant) create(ctx context.Context, seeded bool) error {
 	tn.n++
 	sb := &sandboxv1.Sandbox{
 		ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("t-%d", tn.n), Namespace: tn.r.w.ns},
@@ -60,6 +116,15 @@ func (tn *tenant) create(ctx context.Context) error {
 	engines := [][]string{{"redis"}, {"postgres"}, {"redis", "postgres"}}[tn.rnd.IntN(3)]
 	for _, e := range engines {
 		sb.Spec.Services = append(sb.Spec.Services, tn.service(e))
+	}
+	switch {
+	case seeded:
+		sb.Spec.Services = []sandboxv1.ServiceSpec{tn.service("redis")}
+		sb.Spec.Services[0].Init = &sandboxv1.ServiceInit{ConfigMapRef: &sandboxv1.LocalRef{Name: tenantSeedConfigMap}}
+	case len(engines) == 1 && engines[0] == "redis" && tn.rnd.IntN(2) == 0:
+		// A claim from the tenant's pool when it has a member ready.
+		sb.Spec.Services[0] = tenantPool().Spec.Service
+		sb.Spec.Pools = &sandboxv1.PoolSelection{Policy: sandboxv1.PoolPolicyAuto}
 	}
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
@@ -124,33 +189,71 @@ func (tn *tenant) services(s *sandboxv1.SandboxSpec) {
 	s.Services = append(s.Services, tn.service(other))
 }
 
-// seed changes the tenant's init ConfigMap: a key no engine runs, that key
-// removed, a script added or changed, or the ConfigMap deleted (made again
-// by the next change).
-func (tn *tenant) seed(ctx context.Context) (string, error) {
+// tenantPool is the tenant's warm pool: redis members of 128Mi, which its
+// quota counts as they wait and, once claimed, as their Sandbox's.
+func tenantPool() *sandboxv1.SandboxPool {
+	return &sandboxv1.SandboxPool{ObjectMeta: metav1.ObjectMeta{Name: "warm"},
+		Spec: sandboxv1.SandboxPoolSpec{Replicas: ptr.To[int32](1), Service: sandboxv1.ServiceSpec{Engine: sandboxv1.EngineRedis,
+			Resources: &sandboxv1.ServiceResources{Memory: ptr.To(resource.MustParse("128Mi"))}}}}
+}
+
+// scalePool sets the tenant's pool's replicas.
+func (tn *tenant) scalePool(ctx context.Context, n int32) error {
+	p := &sandboxv1.SandboxPool{}
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := tn.r.h.k8s.Get(cctx, client.ObjectKey{Namespace: tn.r.w.ns, Name: tenantPool().Name}, p); err != nil {
+		return err
+	}
+	p.Spec.Replicas = &n
+	return tn.r.h.k8s.Update(cctx, p)
+}
+
+// dataActions are what the tenant's data requests ask.
+var dataActions = []sandboxv1.DataAction{sandboxv1.DataCheckpoint, sandboxv1.DataRestore, sandboxv1.DataReset}
+
+// data asks for a checkpoint, a restore or a reset under one of three ids:
+// an id reused with another action is another request, with the same one
+// it is the request already done.
+func (tn *tenant) data(s *sandboxv1.SandboxSpec) {
+	s.Data = &sandboxv1.DataRequest{ID: "d" + strconv.Itoa(tn.rnd.IntN(3)), Action: dataActions[tn.rnd.IntN(len(dataActions))]}
+}
+
+// network moves the Sandbox to the run's network, to one that does not
+// exist, or back to the default.
+func (tn *tenant) network(s *sandboxv1.SandboxSpec) {
+	s.Network = []string{"", tn.r.instance + "-net", tn.r.instance + "-missing"}[tn.rnd.IntN(3)]
+}
+
+// seed changes the tenant's init ConfigMap as kind says: a key no engine
+// runs, that key removed, a script added or changed, or the ConfigMap deleted.
+// A ConfigMap deleted earlier is made again by any change but a deletion.
+func (tn *tenant) seed(ctx context.Context, kind string) (string, error) {
 	cur := &corev1.ConfigMap{}
 	err := tn.r.h.k8s.Get(ctx, client.ObjectKey{Namespace: tn.r.w.ns, Name: tenantSeedConfigMap}, cur)
-	if apierrors.IsNotFound(err) {
+	switch {
+	case apierrors.IsNotFound(err) && kind == "seed-delete":
+		return kind, nil
+	case apierrors.IsNotFound(err):
 		return "seed-recreate", tn.writeSeed(ctx, map[string]string{"10-keys.redis": "SET seeded 1"})
-	} else if err != nil {
-		return "seed", err
+	case err != nil:
+		return kind, err
 	}
 	data := cur.Data
 	if data == nil {
 		data = map[string]string{}
 	}
-	switch k := tn.rnd.IntN(4); {
-	case k == 0 && data["README.md"] == "":
+	switch kind {
+	case "seed-bad-key":
 		data["README.md"] = "notes, no engine runs this"
-		return "seed-bad-key", tn.writeSeed(ctx, data)
-	case k <= 1:
+	case "seed-fix":
 		delete(data, "README.md")
-		return "seed-fix", tn.writeSeed(ctx, data)
-	case k == 2:
+	case "seed-script":
 		data["20-more.redis"] = "SET more " + strconv.Itoa(tn.rnd.IntN(1000))
-		return "seed-script", tn.writeSeed(ctx, data)
+	default:
+		return kind, client.IgnoreNotFound(tn.r.h.k8s.Delete(ctx, cur))
 	}
-	return "seed-delete", client.IgnoreNotFound(tn.r.h.k8s.Delete(ctx, cur))
+	return kind, tn.writeSeed(ctx, data)
 }
 
 // writeSeed makes or replaces the tenant's init ConfigMap with data.
@@ -165,7 +268,11 @@ func (tn *tenant) writeSeed(ctx context.Context, data map[string]string) error {
 
 // removeContainer removes a running service container out of band.
 func (tn *tenant) removeContainer(ctx context.Context) (string, error) {
-	cs, err := tn.r.h.tenantContainers(ctx, tn.r.instance)
+	sbs, err := tn.r.w.sandboxes(ctx)
+	if err != nil {
+		return "", err
+	}
+	cs, err := tn.r.h.tenantContainers(ctx, tn.r.instance, sbs)
 	if err != nil {
 		return "", err
 	}
@@ -181,46 +288,4 @@ func (tn *tenant) removeContainer(ctx context.Context) (string, error) {
 	c := running[tn.rnd.IntN(len(running))]
 	_, err = tn.r.h.daemon.Docker(ctx, "rm", "-f", c.id)
 	return c.engine + " of " + c.uid, err
-}
-
-// tenantContainer is a service container of the run, with its memory limit.
-type tenantContainer struct {
-	id, uid, engine string
-	running         bool
-	memory          int64
-}
-
-// tenantContainers lists the run's service containers with their memory.
-func (h *harness) tenantContainers(ctx context.Context, instance string) ([]tenantContainer, error) {
-	cs, err := h.containers(ctx, instance)
-	if err != nil || len(cs) == 0 {
-		return nil, err
-	}
-	args := []string{"inspect", "--format", "{{.Id}}|{{.HostConfig.Memory}}|{{.State.Running}}"}
-	for _, c := range cs {
-		args = append(args, c.id)
-	}
-	cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
-	defer cancel()
-	// Note: a container removed between the list and the inspect is "No such
-	// object" beside the others' lines: gone, it runs nothing.
-	out, err := h.daemon.Docker(cctx, args...)
-	if err != nil && !strings.Contains(out, "No such object") {
-		return nil, err
-	}
-	byID := map[string]container{}
-	for _, c := range cs {
-		byID[c.id] = c
-	}
-	var res []tenantContainer
-	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
-		f := strings.Split(line, "|")
-		c, ok := byID[f[0]]
-		if len(f) != 3 || !ok || c.uid == "" {
-			continue
-		}
-		mem, _ := strconv.ParseInt(f[1], 10, 64)
-		res = append(res, tenantContainer{id: c.id, uid: c.uid, engine: c.engine, running: f[2] == "true", memory: mem})
-	}
-	return res, nil
 }

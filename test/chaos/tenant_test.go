@@ -2,7 +2,6 @@ package chaos
 
 import (
 	"context"
-	"fmt"
 	"math/rand/v2"
 	"os"
 	"slices"
@@ -12,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/utils/ptr"
 
@@ -38,6 +36,7 @@ const (
 const (
 	tenantQuotaMemory    = "1536Mi"
 	tenantQuotaSandboxes = 5
+	tenantQuotaMembers   = 2
 	tenantMaxLive        = 7
 	tenantSeedConfigMap  = "seed"
 	// deadReadyBound is how long Ready may stay True on a service whose
@@ -48,26 +47,53 @@ const (
 var tenantMemories = []string{"64Mi", "128Mi", "256Mi", "384Mi"}
 
 // TestChaosTenant runs CHAOS_TENANT_ACTIONS tenant actions (make test a short
-// run, make chaos a long one); it fails naming each invariant violated.
+// run, make chaos a long one); it fails naming each invariant violated. Then
+// each planted bug runs until the invariant it breaks is caught
+// (tenant_planted_test.go).
 func TestChaosTenant(t *testing.T) {
 	n, err := strconv.Atoi(os.Getenv("CHAOS_TENANT_ACTIONS"))
 	if err != nil || n <= 0 {
 		t.Skip("set CHAOS_TENANT_ACTIONS (make test runs a short run, make chaos a long one)")
 	}
 	h := setup(t)
-	s := settings{name: "tenant", seed: seed(), bound: bound()}
-	r := h.newRun(t, s)
-	tn := &tenant{r: r, rnd: rand.New(rand.NewPCG(s.seed, 3)), deleted: map[string]time.Time{}, deadSince: map[string]time.Time{}}
-	vs := tn.execute(t.Context(), n)
-	for _, v := range vs {
-		t.Errorf("%s", v)
+	t.Run("actions", func(t *testing.T) {
+		s := settings{name: "tenant", seed: seed(), bound: bound()}
+		tn := newTenant(h.newRun(t, s), nil, nil)
+		vs := tn.execute(t.Context(), n)
+		for _, v := range vs {
+			t.Errorf("%s", v)
+		}
+		if len(vs) > 0 || t.Failed() {
+			t.Logf("seed %d (replay: CHAOS_SEED=%d CHAOS_TENANT_ACTIONS=%d -run 'TestChaosTenant/actions'); manager log (last 40 lines):\n%s",
+				s.seed, s.seed, n, tn.r.mgr.tail(40))
+		}
+		t.Logf("tenant actions: %v; %d samples, %d failed (last: %v)", tn.done, tn.samples, tn.failed, tn.lastErr)
+		if tn.failed*10 > tn.samples {
+			t.Errorf("%d of %d samples failed: the invariants were not watched (last: %v)", tn.failed, tn.samples, tn.lastErr)
+		}
+	})
+	for _, c := range tenantPlanted {
+		t.Run("planted/"+c.bug, func(t *testing.T) { c.run(t, h) })
 	}
-	if len(vs) > 0 || t.Failed() {
-		t.Logf("seed %d (replay: CHAOS_SEED=%d CHAOS_TENANT_ACTIONS=%d); manager log (last 40 lines):\n%s", s.seed, s.seed, n, r.mgr.tail(40))
+}
+
+func newTenant(r *run, kinds, first []string) *tenant {
+	return &tenant{r: r, rnd: rand.New(rand.NewPCG(r.s.seed, 3)), kinds: kinds, first: first,
+		deleted: map[string]time.Time{}, deadSince: map[string]time.Time{}}
+}
+
+// prelude takes tn.first's actions and waits, at most the run's bound, until
+// every Sandbox is Ready.
+func (tn *tenant) prelude(ctx context.Context) {
+	for _, kind := range tn.first {
+		kind, target, err := tn.act(ctx, kind)
+		tn.done[kind]++
+		tn.r.t.Logf("first action: %s %s%s", kind, target, errNote(err))
 	}
-	t.Logf("tenant actions: %v; %d samples, %d failed (last: %v)", tn.done, tn.samples, tn.failed, tn.lastErr)
-	if tn.failed*10 > tn.samples {
-		t.Errorf("%d of %d samples failed: the invariants were not watched (last: %v)", tn.failed, tn.samples, tn.lastErr)
+	for end := time.Now().Add(tn.r.s.bound); len(tn.first) > 0 && time.Now().Before(end); sleep(ctx, time.Second) {
+		if live, err := tn.live(ctx); err == nil && !slices.ContainsFunc(live, func(sb *sandboxv1.Sandbox) bool { return !ready(sb) }) {
+			return
+		}
 	}
 }
 
@@ -75,7 +101,11 @@ func TestChaosTenant(t *testing.T) {
 type tenant struct {
 	r   *run
 	rnd *rand.Rand
-	n   int // Sandboxes made
+	// kinds are the actions it takes at random (nil: all); first, those it
+	// takes before them, in order, and then waits until every Sandbox it
+	// made is Ready.
+	kinds, first []string
+	n            int // Sandboxes made
 	// done counts the actions taken, by kind.
 	done map[string]int
 
@@ -98,31 +128,43 @@ func (tn *tenant) execute(ctx context.Context, n int) []violation {
 	r.t.Logf("tenant: seed %d (replay with CHAOS_SEED=%d), %d actions, instance %s, manager log %s", r.s.seed, r.s.seed, n, r.instance, r.mgr.logPath)
 	q := &sandboxv1.SandboxQuota{}
 	q.Namespace, q.Name = r.w.ns, "team"
-	q.Spec.Hard = sandboxv1.QuotaAmounts{Sandboxes: ptr.To[int32](tenantQuotaSandboxes), Memory: ptr.To(resource.MustParse(tenantQuotaMemory))}
+	q.Spec.Hard = sandboxv1.QuotaAmounts{Sandboxes: ptr.To[int32](tenantQuotaSandboxes), PoolMembers: ptr.To[int32](tenantQuotaMembers),
+		Memory: ptr.To(resource.MustParse(tenantQuotaMemory))}
 	if err := r.h.k8s.Create(ctx, q); err != nil {
+		r.t.Fatal(err)
+	}
+	pool := tenantPool()
+	pool.Namespace, pool.Spec.DockerHost = r.w.ns, r.w.host
+	if err := r.h.k8s.Create(ctx, pool); err != nil {
 		r.t.Fatal(err)
 	}
 	if err := tn.writeSeed(ctx, map[string]string{"10-keys.redis": "SET seeded 1"}); err != nil {
 		r.t.Fatal(err)
 	}
+	if _, err := r.h.daemon.Docker(ctx, "network", "create", "--label", instanceLabel+"="+r.instance, r.instance+"-net"); err != nil {
+		r.t.Fatal(err)
+	}
 	sctx, stop := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	wg.Go(func() { tn.sample(sctx) })
+	tn.prelude(ctx)
 	for i := range n {
-		if ctx.Err() != nil {
+		if ctx.Err() != nil || r.caught() {
 			break
 		}
-		kind, target, err := tn.act(ctx)
+		kind, target, err := tn.act(ctx, "")
 		tn.done[kind]++
 		r.t.Logf("action %d: %s %s%s", i+1, kind, target, errNote(err))
 		sleep(ctx, between(tn.rnd, 300*time.Millisecond, 2*time.Second))
 	}
 	// Note: the last actions' effects are sampled until they settle (every
 	// deletion done, no Ready service without its container), at most the bound.
-	for end := time.Now().Add(r.s.bound); time.Now().Before(end) && !tn.settled(); {
+	for end := time.Now().Add(r.s.bound); time.Now().Before(end) && !tn.settled() && !r.caught(); {
 		sleep(ctx, time.Second)
 	}
-	sleep(ctx, deadReadyBound)
+	if !r.caught() {
+		sleep(ctx, deadReadyBound)
+	}
 	stop()
 	wg.Wait()
 	tn.sampleOnce(ctx, true)
@@ -162,7 +204,7 @@ func (tn *tenant) sampleOnce(ctx context.Context, last bool) {
 	sbs, err := tn.r.w.sandboxes(ctx)
 	var cs []tenantContainer
 	if err == nil {
-		cs, err = tn.r.h.tenantContainers(ctx, tn.r.instance)
+		cs, err = tn.r.h.tenantContainers(ctx, tn.r.instance, sbs)
 	}
 	tn.mu.Lock()
 	tn.samples++
@@ -176,86 +218,6 @@ func (tn *tenant) sampleOnce(ctx context.Context, last bool) {
 	tn.checkQuota(cs)
 	tn.checkDeadReady(sbs, cs)
 	tn.checkGone(sbs, last)
-}
-
-// checkQuota: what runs never takes more than the quota's hard amounts.
-func (tn *tenant) checkQuota(cs []tenantContainer) {
-	var mem int64
-	uids := map[string]bool{}
-	for _, c := range cs {
-		if c.running {
-			mem += c.memory
-			uids[c.uid] = true
-		}
-	}
-	hard := resource.MustParse(tenantQuotaMemory)
-	if mem > hard.Value() || len(uids) > tenantQuotaSandboxes {
-		tn.r.violate(invQuota, fmt.Sprintf("%s of memory in %d Sandboxes running, hard %s and %d",
-			resource.NewQuantity(mem, resource.BinarySI), len(uids), tenantQuotaMemory, tenantQuotaSandboxes))
-	}
-}
-
-// checkDeadReady: a Sandbox Ready for longer than the bound while a service
-// its status reports has no running container. (A service the quota keeps
-// from being made is not reported: a refused growth leaves the Sandbox Ready
-// as it runs.)
-func (tn *tenant) checkDeadReady(sbs map[string]*sandboxv1.Sandbox, cs []tenantContainer) {
-	running := map[string]bool{}
-	for _, c := range cs {
-		if c.running {
-			running[c.uid+"/"+c.engine] = true
-		}
-	}
-	tn.mu.Lock()
-	defer tn.mu.Unlock()
-	seen := map[string]bool{}
-	for _, sb := range sbs {
-		if sb.DeletionTimestamp != nil || !meta.IsStatusConditionTrue(sb.Status.Conditions, sandboxv1.ConditionReady) {
-			continue
-		}
-		for _, svc := range sb.Status.Services {
-			key := string(sb.UID) + "/" + string(svc.Engine)
-			if running[key] || svc.ContainerID == "" {
-				continue
-			}
-			seen[key] = true
-			since, ok := tn.deadSince[key]
-			if !ok {
-				tn.deadSince[key] = time.Now()
-			} else if time.Since(since) > deadReadyBound {
-				tn.r.violate(invDeadReady, fmt.Sprintf("%s is Ready=True, its %s has had no running container for %s",
-					sb.Name, svc.Engine, time.Since(since).Round(time.Second)))
-				tn.deadSince[key] = time.Now() // said once per bound
-			}
-		}
-	}
-	for key := range tn.deadSince {
-		if !seen[key] {
-			delete(tn.deadSince, key)
-		}
-	}
-}
-
-// checkGone: a deleted Sandbox still there past the run's bound (at the last
-// look, after the run settled: still there at all).
-func (tn *tenant) checkGone(sbs map[string]*sandboxv1.Sandbox, last bool) {
-	tn.mu.Lock()
-	defer tn.mu.Unlock()
-	present := map[string]*sandboxv1.Sandbox{}
-	for _, sb := range sbs {
-		present[string(sb.UID)] = sb
-	}
-	for uid, at := range tn.deleted {
-		sb, there := present[uid]
-		switch {
-		case !there:
-			delete(tn.deleted, uid)
-		case time.Since(at) > tn.r.s.bound || last:
-			tn.r.violate(invGone, fmt.Sprintf("%s deleted %s ago is still there (finalizers %v)", sb.Name,
-				time.Since(at).Round(time.Second), sb.Finalizers))
-			delete(tn.deleted, uid) // said once
-		}
-	}
 }
 
 // live is the tenant's Sandboxes not being deleted, by name order.

@@ -1,0 +1,58 @@
+package chaos
+
+import (
+	"cmp"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/roboco-sandbox/sandbox-controller/internal/chaosplant"
+)
+
+// tenantPlantedActions caps a planted bug's run: it stops at the first
+// violation of the invariant it breaks, well before.
+const tenantPlantedActions = 80
+
+// A planted bug per invariant of the tenant mode, each with the tenant
+// actions that open its window (as TestChaosPlanted gives each bug its fault).
+var tenantPlanted = []tenantPlant{
+	// Growth judged once: a Sandbox grown past what its quota has room for
+	// is made as it asks.
+	{bug: chaosplant.GrowthUnjudged, invariant: invQuota, kinds: []string{"create", "memory", "services"}},
+	// A pass that returns before it observes while the init ConfigMap is
+	// broken leaves a seeded Sandbox Ready with its container removed. Two
+	// seeded Sandboxes are Ready first; nothing mends the ConfigMap.
+	{bug: chaosplant.ObserveStopsOnBadInit, invariant: invDeadReady, first: []string{"create-seeded", "create-seeded"},
+		kinds: []string{"create", "seed-bad-key", "remove-container"}},
+	// A teardown that reads the init scripts first wedges a seeded Sandbox's
+	// deletion while they are broken (and no action mends them).
+	{bug: chaosplant.TeardownNeedsInit, invariant: invGone, first: []string{"create-seeded", "create-seeded"},
+		kinds: []string{"create", "delete", "seed-bad-key"}, bound: 45 * time.Second},
+}
+
+type tenantPlant struct {
+	bug, invariant string
+	kinds, first   []string
+	// bound is the run's bound (the suite's when 0).
+	bound time.Duration
+}
+
+// run runs the planted build under the plant's actions until the invariant
+// it breaks is violated, which must happen.
+func (c tenantPlant) run(t *testing.T, h *harness) {
+	s := settings{name: "tenant-plant-" + c.bug, seed: seed(), bound: cmp.Or(c.bound, bound()), plant: c.bug, stopOn: []string{c.invariant}}
+	tn := newTenant(h.newRun(t, s), c.kinds, c.first)
+	// Note: this run is meant to break invariants; its report is the test.
+	vs := tn.execute(t.Context(), tenantPlantedActions)
+	// The init ConfigMap as it was, so that what a broken one wedged goes.
+	if err := tn.writeSeed(t.Context(), map[string]string{"10-keys.redis": "SET seeded 1"}); err != nil {
+		t.Logf("restoring the init ConfigMap: %v", err)
+	}
+	i := slices.IndexFunc(vs, func(v violation) bool { return v.invariant == c.invariant })
+	if i < 0 {
+		t.Errorf("planted bug %s not caught: no violation of %q in %d actions %v (violations: %v); replay with CHAOS_SEED=%d",
+			c.bug, c.invariant, tenantPlantedActions, tn.done, vs, s.seed)
+		return
+	}
+	t.Logf("planted bug %s caught after %v: %s", c.bug, tn.done, vs[i])
+}
