@@ -134,7 +134,9 @@ func TestDefaultHasEverything(t *testing.T) {
 		"Service/sandbox-controller-controller-manager-metrics",
 		"ServiceAccount/sandbox-controller-controller-manager",
 		"ValidatingAdmissionPolicy/sandbox-controller-sandbox-policy",
+		"ValidatingAdmissionPolicy/sandbox-controller-teardown-finalizers",
 		"ValidatingAdmissionPolicyBinding/sandbox-controller-sandbox-policy",
+		"ValidatingAdmissionPolicyBinding/sandbox-controller-teardown-finalizers",
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("config/default renders\n  %s\nwant\n  %s", strings.Join(got, "\n  "), strings.Join(want, "\n  "))

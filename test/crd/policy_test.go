@@ -22,16 +22,7 @@ import (
 var _ = Describe("SandboxPolicy admission", Ordered, func() {
 	var tenant, other string
 	BeforeAll(func() {
-		rendered, err := env.Kubectl("kustomize", "../../config/default")
-		Expect(err).NotTo(HaveOccurred())
-		var admission []string
-		for _, doc := range strings.Split(rendered, "\n---\n") {
-			if strings.Contains(doc, "kind: ValidatingAdmissionPolicy") {
-				admission = append(admission, doc)
-			}
-		}
-		Expect(admission).To(HaveLen(2), "config/default renders the policy and its binding")
-		Expect(applyManifest(strings.Join(admission, "\n---\n"))).To(Succeed())
+		Expect(applyManifest(admissionPolicies())).To(Succeed())
 
 		tenant, other = newNamespace(), newNamespace()
 		ns := &corev1.Namespace{}
@@ -89,6 +80,21 @@ var _ = Describe("SandboxPolicy admission", Ordered, func() {
 		Expect(err.Error()).To(ContainSubstring("spec.defaultNetwork must be one of spec.networks"))
 	})
 })
+
+// admissionPolicies are the ValidatingAdmissionPolicies config/default
+// renders, with their bindings, as one manifest.
+func admissionPolicies() string {
+	rendered, err := env.Kubectl("kustomize", "../../config/default")
+	Expect(err).NotTo(HaveOccurred())
+	var admission []string
+	for _, doc := range strings.Split(rendered, "\n---\n") {
+		if strings.Contains(doc, "kind: ValidatingAdmissionPolicy") {
+			admission = append(admission, doc)
+		}
+	}
+	Expect(admission).To(HaveLen(4), "config/default renders two policies (SandboxPolicy, teardown finalizers) and their bindings")
+	return strings.Join(admission, "\n---\n")
+}
 
 // applyManifest runs kubectl apply on YAML.
 func applyManifest(manifest string) error {
