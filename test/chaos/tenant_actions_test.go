@@ -87,6 +87,9 @@ var tenantActions = []tenantAction{
 		return "pool-replicas", fmt.Sprintf("%s to %d", tenantPool().Name, n), tn.scalePool(ctx, n)
 	}},
 	seedAction("seed-bad-key", 1), seedAction("seed-fix", 2), seedAction("seed-script", 1), seedAction("seed-delete", 1),
+	{kind: "strip-finalizer", weight: 1, live: true, do: func(ctx context.Context, tn *tenant, sb *sandboxv1.Sandbox) (string, string, error) {
+		return "strip-finalizer", sb.Name, tn.strip(ctx, sb)
+	}},
 	{kind: "remove-container", weight: 2, do: func(ctx context.Context, tn *tenant, _ *sandboxv1.Sandbox) (string, string, error) {
 		name, err := tn.removeContainer(ctx)
 		return "remove-container", name, err
@@ -128,7 +131,7 @@ func (tn *tenant) create(ctx context.Context, seeded bool) error {
 	}
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	return tn.r.h.k8s.Create(cctx, sb)
+	return tn.k8s.Create(cctx, sb)
 }
 
 // service is a service of engine with a random memory limit (a redis one
@@ -145,7 +148,7 @@ func (tn *tenant) service(engine string) sandboxv1.ServiceSpec {
 func (tn *tenant) delete(ctx context.Context, sb *sandboxv1.Sandbox) error {
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	err := tn.r.h.k8s.Delete(cctx, sb)
+	err := tn.k8s.Delete(cctx, sb)
 	if err == nil {
 		tn.mu.Lock()
 		tn.deleted[string(sb.UID)] = time.Now()
@@ -159,10 +162,10 @@ func (tn *tenant) edit(ctx context.Context, sb *sandboxv1.Sandbox, change func(*
 	for range 5 {
 		cur := &sandboxv1.Sandbox{}
 		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		err := tn.r.h.k8s.Get(cctx, client.ObjectKeyFromObject(sb), cur)
+		err := tn.k8s.Get(cctx, client.ObjectKeyFromObject(sb), cur)
 		if err == nil {
 			change(&cur.Spec)
-			err = tn.r.h.k8s.Update(cctx, cur)
+			err = tn.k8s.Update(cctx, cur)
 		}
 		cancel()
 		if !apierrors.IsConflict(err) {
@@ -202,11 +205,11 @@ func (tn *tenant) scalePool(ctx context.Context, n int32) error {
 	p := &sandboxv1.SandboxPool{}
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	if err := tn.r.h.k8s.Get(cctx, client.ObjectKey{Namespace: tn.r.w.ns, Name: tenantPool().Name}, p); err != nil {
+	if err := tn.k8s.Get(cctx, client.ObjectKey{Namespace: tn.r.w.ns, Name: tenantPool().Name}, p); err != nil {
 		return err
 	}
 	p.Spec.Replicas = &n
-	return tn.r.h.k8s.Update(cctx, p)
+	return tn.k8s.Update(cctx, p)
 }
 
 // dataActions are what the tenant's data requests ask.
@@ -230,7 +233,7 @@ func (tn *tenant) network(s *sandboxv1.SandboxSpec) {
 // A ConfigMap deleted earlier is made again by any change but a deletion.
 func (tn *tenant) seed(ctx context.Context, kind string) (string, error) {
 	cur := &corev1.ConfigMap{}
-	err := tn.r.h.k8s.Get(ctx, client.ObjectKey{Namespace: tn.r.w.ns, Name: tenantSeedConfigMap}, cur)
+	err := tn.k8s.Get(ctx, client.ObjectKey{Namespace: tn.r.w.ns, Name: tenantSeedConfigMap}, cur)
 	switch {
 	case apierrors.IsNotFound(err) && kind == "seed-delete":
 		return kind, nil
@@ -251,7 +254,7 @@ func (tn *tenant) seed(ctx context.Context, kind string) (string, error) {
 	case "seed-script":
 		data["20-more.redis"] = "SET more " + strconv.Itoa(tn.rnd.IntN(1000))
 	default:
-		return kind, client.IgnoreNotFound(tn.r.h.k8s.Delete(ctx, cur))
+		return kind, client.IgnoreNotFound(tn.k8s.Delete(ctx, cur))
 	}
 	return kind, tn.writeSeed(ctx, data)
 }
@@ -259,9 +262,9 @@ func (tn *tenant) seed(ctx context.Context, kind string) (string, error) {
 // writeSeed makes or replaces the tenant's init ConfigMap with data.
 func (tn *tenant) writeSeed(ctx context.Context, data map[string]string) error {
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: tn.r.w.ns, Name: tenantSeedConfigMap}, Data: data}
-	err := tn.r.h.k8s.Update(ctx, cm)
+	err := tn.k8s.Update(ctx, cm)
 	if apierrors.IsNotFound(err) {
-		return tn.r.h.k8s.Create(ctx, cm)
+		return tn.k8s.Create(ctx, cm)
 	}
 	return err
 }

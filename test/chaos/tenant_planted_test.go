@@ -28,6 +28,9 @@ var tenantPlanted = []tenantPlant{
 	// deletion while they are broken (and no action mends them).
 	{bug: chaosplant.TeardownNeedsInit, invariant: invGone, first: []string{"create-seeded", "create-seeded"},
 		kinds: []string{"create", "delete", "seed-bad-key"}, bound: 45 * time.Second},
+	// Not a manager bug: a deployment without config/default's admission
+	// policies lets a tenant strip the teardown finalizer.
+	{bug: "no-finalizer-guard", unguarded: true, invariant: invStrip, kinds: []string{"create", "strip-finalizer"}},
 }
 
 type tenantPlant struct {
@@ -35,13 +38,20 @@ type tenantPlant struct {
 	kinds, first   []string
 	// bound is the run's bound (the suite's when 0).
 	bound time.Duration
+	// unguarded: the bug is the API server's admission policies left out;
+	// the manager is a normal build.
+	unguarded bool
 }
 
 // run runs the planted build under the plant's actions until the invariant
 // it breaks is violated, which must happen.
 func (c tenantPlant) run(t *testing.T, h *harness) {
 	s := settings{name: "tenant-plant-" + c.bug, seed: seed(), bound: cmp.Or(c.bound, bound()), plant: c.bug, stopOn: []string{c.invariant}}
+	if c.unguarded {
+		s.plant = ""
+	}
 	tn := newTenant(h.newRun(t, s), c.kinds, c.first)
+	tn.unguarded = c.unguarded
 	// Note: this run is meant to break invariants; its report is the test.
 	vs := tn.execute(t.Context(), tenantPlantedActions)
 	// The init ConfigMap as it was, so that what a broken one wedged goes.

@@ -13,6 +13,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
 )
@@ -101,6 +102,10 @@ func (tn *tenant) prelude(ctx context.Context) {
 type tenant struct {
 	r   *run
 	rnd *rand.Rand
+	// k8s acts as the tenant (actAsTenant); unguarded: the API server has no
+	// admission policies (a deployment that left them out).
+	k8s       client.Client
+	unguarded bool
 	// kinds are the actions it takes at random (nil: all); first, those it
 	// takes before them, in order, and then waits until every Sandbox it
 	// made is Ready.
@@ -136,6 +141,9 @@ func (tn *tenant) execute(ctx context.Context, n int) []violation {
 	pool := tenantPool()
 	pool.Namespace, pool.Spec.DockerHost = r.w.ns, r.w.host
 	if err := r.h.k8s.Create(ctx, pool); err != nil {
+		r.t.Fatal(err)
+	}
+	if err := tn.actAsTenant(ctx, !tn.unguarded); err != nil {
 		r.t.Fatal(err)
 	}
 	if err := tn.writeSeed(ctx, map[string]string{"10-keys.redis": "SET seeded 1"}); err != nil {
