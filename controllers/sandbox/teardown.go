@@ -135,13 +135,8 @@ func deleteSecret(ctx context.Context, c client.Client, api client.Reader, sb *s
 // pool members; stop, kill, remove with volumes) in parallel, and lists again to
 // confirm they are gone.
 func (r *Reconciler) teardown(ctx context.Context, sb *sandboxv1.Sandbox) (int, error) {
-	for _, svc := range sb.Spec.Services {
-		if !chaosplant.Active(chaosplant.TeardownNeedsInit) {
-			break
-		}
-		if _, err := r.Class.Sandbox(ctx, sb, svc, ""); err != nil {
-			return 0, fmt.Errorf("reading %s's init scripts: %w", svc.Engine, err)
-		}
+	if err := r.plantedInitRead(ctx, sb); err != nil {
+		return 0, err
 	}
 	cs, _, err := r.ours(ctx, sb, nil, nil)
 	if err != nil {
@@ -168,6 +163,20 @@ func (r *Reconciler) teardown(ctx context.Context, sb *sandboxv1.Sandbox) (int, 
 		return 0, fmt.Errorf("%d containers still present after removal", len(left))
 	}
 	return len(cs), nil
+}
+
+// plantedInitRead is the planted chaosplant.TeardownNeedsInit (nil in any
+// other build): a teardown that reads the init scripts first.
+func (r *Reconciler) plantedInitRead(ctx context.Context, sb *sandboxv1.Sandbox) error {
+	if !chaosplant.Active(chaosplant.TeardownNeedsInit) {
+		return nil
+	}
+	for _, svc := range sb.Spec.Services {
+		if _, err := r.Class.Sandbox(ctx, sb, svc, ""); err != nil {
+			return fmt.Errorf("reading %s's init scripts: %w", svc.Engine, err)
+		}
+	}
+	return nil
 }
 
 // letGo is LetGo on this host's Sandbox, then forgets it.

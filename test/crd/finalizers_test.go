@@ -39,9 +39,13 @@ var _ = Describe("Teardown finalizer admission", Ordered, func() {
 	It("refuses a tenant that strips a Sandbox's or a pool's finalizer, naming who removes it", func() {
 		// Note: the API server loads the policy and its binding a moment after
 		// they are made; a strip let through before is tried again on another.
+		// Until then, the SandboxPolicy one may refuse the create itself.
 		var sb *sandboxv1.Sandbox
 		Eventually(func() string {
-			sb = held(ns, "")
+			var err error
+			if sb, err = tryHeld(ns, ""); err != nil {
+				return err.Error()
+			}
 			return stripErr(tenant, sb)
 		}, 60*time.Second, 200*time.Millisecond).Should(ContainSubstring("only the sandbox controller removes the finalizer sandbox.roboco.io/teardown of sandboxes " + ns + "/stripped-"))
 		Expect(k8sClient.Delete(ctx, sb)).To(Succeed())
@@ -80,10 +84,15 @@ var _ = Describe("Teardown finalizer admission", Ordered, func() {
 // held makes a Sandbox that carries the teardown finalizer, as the manager
 // leaves it (name "": generated, stripped-*).
 func held(ns, name string) *sandboxv1.Sandbox {
+	sb, err := tryHeld(ns, name)
+	Expect(err).NotTo(HaveOccurred())
+	return sb
+}
+
+func tryHeld(ns, name string) (*sandboxv1.Sandbox, error) {
 	sb := &sandboxv1.Sandbox{ObjectMeta: metav1.ObjectMeta{Name: name, GenerateName: "stripped-", Namespace: ns, Finalizers: []string{sandboxv1.SandboxFinalizer}},
 		Spec: sandboxv1.SandboxSpec{AgentID: "fin-1", Services: []sandboxv1.ServiceSpec{{Engine: sandboxv1.EngineRedis}}}}
-	Expect(k8sClient.Create(ctx, sb)).To(Succeed())
-	return sb
+	return sb, k8sClient.Create(ctx, sb)
 }
 
 // stripErr removes obj's finalizers as c, and says why that was refused ("": it was not).
