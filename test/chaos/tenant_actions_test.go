@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -86,6 +85,14 @@ var tenantActions = []tenantAction{
 		n := int32(tn.rnd.IntN(4))
 		return "pool-replicas", fmt.Sprintf("%s to %d", tenantPool().Name, n), tn.scalePool(ctx, n)
 	}},
+	{kind: "cordon", weight: 1, do: func(ctx context.Context, tn *tenant, _ *sandboxv1.Sandbox) (string, string, error) {
+		on := tn.rnd.IntN(2) == 0
+		return map[bool]string{true: "cordon", false: "uncordon"}[on], tn.r.w.host, tn.cordon(ctx, on)
+	}},
+	{kind: "policy", weight: 1, do: func(ctx context.Context, tn *tenant, _ *sandboxv1.Sandbox) (string, string, error) {
+		kind, err := tn.policy(ctx)
+		return kind, tn.r.w.ns, err
+	}},
 	seedAction("seed-bad-key", 1), seedAction("seed-fix", 2), seedAction("seed-script", 1), seedAction("seed-delete", 1),
 	{kind: "strip-finalizer", weight: 1, live: true, do: func(ctx context.Context, tn *tenant, sb *sandboxv1.Sandbox) (string, string, error) {
 		return "strip-finalizer", sb.Name, tn.strip(ctx, sb)
@@ -94,14 +101,6 @@ var tenantActions = []tenantAction{
 		name, err := tn.removeContainer(ctx)
 		return "remove-container", name, err
 	}},
-}
-
-// seedAction is a change of the tenant's init ConfigMap (tenant.seed).
-func seedAction(kind string, weight int) tenantAction {
-	return tenantAction{kind: kind, weight: weight, do: func(ctx context.Context, tn *tenant, _ *sandboxv1.Sandbox) (string, string, error) {
-		done, err := tn.seed(ctx, kind)
-		return done, tenantSeedConfigMap, err
-	}}
 }
 
 // create makes a Sandbox of one or two services, each with a random memory
@@ -226,47 +225,6 @@ func (tn *tenant) data(s *sandboxv1.SandboxSpec) {
 // exist, or back to the default.
 func (tn *tenant) network(s *sandboxv1.SandboxSpec) {
 	s.Network = []string{"", tn.r.instance + "-net", tn.r.instance + "-missing"}[tn.rnd.IntN(3)]
-}
-
-// seed changes the tenant's init ConfigMap as kind says: a key no engine
-// runs, that key removed, a script added or changed, or the ConfigMap deleted.
-// A ConfigMap deleted earlier is made again by any change but a deletion.
-func (tn *tenant) seed(ctx context.Context, kind string) (string, error) {
-	cur := &corev1.ConfigMap{}
-	err := tn.k8s.Get(ctx, client.ObjectKey{Namespace: tn.r.w.ns, Name: tenantSeedConfigMap}, cur)
-	switch {
-	case apierrors.IsNotFound(err) && kind == "seed-delete":
-		return kind, nil
-	case apierrors.IsNotFound(err):
-		return "seed-recreate", tn.writeSeed(ctx, map[string]string{"10-keys.redis": "SET seeded 1"})
-	case err != nil:
-		return kind, err
-	}
-	data := cur.Data
-	if data == nil {
-		data = map[string]string{}
-	}
-	switch kind {
-	case "seed-bad-key":
-		data["README.md"] = "notes, no engine runs this"
-	case "seed-fix":
-		delete(data, "README.md")
-	case "seed-script":
-		data["20-more.redis"] = "SET more " + strconv.Itoa(tn.rnd.IntN(1000))
-	default:
-		return kind, client.IgnoreNotFound(tn.k8s.Delete(ctx, cur))
-	}
-	return kind, tn.writeSeed(ctx, data)
-}
-
-// writeSeed makes or replaces the tenant's init ConfigMap with data.
-func (tn *tenant) writeSeed(ctx context.Context, data map[string]string) error {
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: tn.r.w.ns, Name: tenantSeedConfigMap}, Data: data}
-	err := tn.k8s.Update(ctx, cm)
-	if apierrors.IsNotFound(err) {
-		return tn.k8s.Create(ctx, cm)
-	}
-	return err
 }
 
 // removeContainer removes a running service container out of band.

@@ -89,7 +89,16 @@ func (tn *tenant) guarded(ctx context.Context) error {
 	sb := &sandboxv1.Sandbox{ObjectMeta: metav1.ObjectMeta{Name: "guard-probe", Namespace: tn.r.w.ns, Finalizers: []string{sandboxv1.SandboxFinalizer}},
 		Spec: sandboxv1.SandboxSpec{AgentID: "guard-probe", Services: []sandboxv1.ServiceSpec{{Engine: sandboxv1.EngineRedis}},
 			Placement: sandboxv1.Placement{DockerHost: "no-manager-has-this-host"}}}
-	if err := tn.r.h.k8s.Create(ctx, sb); err != nil {
+	// Note: until the API server has loaded them, the SandboxPolicy one may
+	// refuse the create itself.
+	var err error
+	for range 120 {
+		if err = tn.r.h.k8s.Create(ctx, sb); err == nil {
+			break
+		}
+		sleep(ctx, 500*time.Millisecond)
+	}
+	if err != nil {
 		return err
 	}
 	defer func() {

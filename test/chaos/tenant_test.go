@@ -146,6 +146,10 @@ func (tn *tenant) execute(ctx context.Context, n int) []violation {
 	if err := tn.actAsTenant(ctx, !tn.unguarded); err != nil {
 		r.t.Fatal(err)
 	}
+	if err := tn.labelNamespace(ctx); err != nil {
+		r.t.Fatal(err)
+	}
+	defer tn.restoreOperator(context.WithoutCancel(ctx))
 	if err := tn.writeSeed(ctx, map[string]string{"10-keys.redis": "SET seeded 1"}); err != nil {
 		r.t.Fatal(err)
 	}

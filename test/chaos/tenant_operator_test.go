@@ -1,0 +1,92 @@
+package chaos
+
+import (
+	"context"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
+)
+
+// The operator's actions among the tenant's: the host cordoned and
+// uncordoned, the namespace's SandboxPolicy made, changed and deleted. They
+// act with the suite's admin; what runs stays through each of them.
+
+// cordon cordons the run's Docker host, or uncordons it.
+func (tn *tenant) cordon(ctx context.Context, on bool) error {
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	h := &sandboxv1.DockerHost{}
+	if err := tn.r.h.k8s.Get(cctx, client.ObjectKey{Name: tn.r.w.host}, h); err != nil {
+		return err
+	}
+	h.Spec.Unschedulable = on
+	return tn.r.h.k8s.Update(cctx, h)
+}
+
+// tenantPolicyLabel marks the run's namespace for its SandboxPolicy.
+const tenantPolicyLabel = "sandbox.roboco.io/chaos-tenant"
+
+// policy makes, changes or deletes the SandboxPolicy that selects the run's
+// namespace: one that allows both of the run's networks, one that allows
+// only the one that exists, one whose host selector the run's host does not
+// match (placed Sandboxes stay; new ones pinned to the host stall), or none.
+func (tn *tenant) policy(ctx context.Context) (string, error) {
+	ns := tn.r.w.ns
+	p := &sandboxv1.SandboxPolicy{ObjectMeta: metav1.ObjectMeta{Name: ns}, Spec: sandboxv1.SandboxPolicySpec{
+		NamespaceSelector: sandboxv1.NamespaceLabels{MatchLabels: map[string]string{tenantPolicyLabel: ns}}}}
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	var kind string
+	switch tn.rnd.IntN(4) {
+	case 0:
+		return "policy-delete", client.IgnoreNotFound(tn.r.h.k8s.Delete(cctx, p))
+	case 1:
+		kind, p.Spec.Networks = "policy-networks", []string{tn.r.instance + "-net", tn.r.instance + "-missing"}
+	case 2:
+		kind, p.Spec.Networks = "policy-one-network", []string{tn.r.instance + "-net"}
+	default:
+		kind = "policy-other-hosts"
+		p.Spec.DockerHostSelector = &metav1.LabelSelector{MatchLabels: map[string]string{tenantPolicyLabel: "no-host-has-this"}}
+	}
+	cur := &sandboxv1.SandboxPolicy{}
+	err := tn.r.h.k8s.Get(cctx, client.ObjectKeyFromObject(p), cur)
+	switch {
+	case apierrors.IsNotFound(err):
+		return kind, tn.r.h.k8s.Create(cctx, p)
+	case err != nil:
+		return kind, err
+	}
+	cur.Spec = p.Spec
+	return kind, tn.r.h.k8s.Update(cctx, cur)
+}
+
+// labelNamespace marks the run's namespace for its SandboxPolicy (a label
+// its tenants cannot set).
+func (tn *tenant) labelNamespace(ctx context.Context) error {
+	ns := &corev1.Namespace{}
+	if err := tn.r.h.k8s.Get(ctx, client.ObjectKey{Name: tn.r.w.ns}, ns); err != nil {
+		return err
+	}
+	if ns.Labels == nil {
+		ns.Labels = map[string]string{}
+	}
+	ns.Labels[tenantPolicyLabel] = tn.r.w.ns
+	return tn.r.h.k8s.Update(ctx, ns)
+}
+
+// restoreOperator leaves the host uncordoned and the namespace without its
+// policy, as the next run expects them.
+func (tn *tenant) restoreOperator(ctx context.Context) {
+	if err := tn.cordon(ctx, false); err != nil {
+		tn.r.t.Logf("uncordoning %s: %v", tn.r.w.host, err)
+	}
+	p := &sandboxv1.SandboxPolicy{ObjectMeta: metav1.ObjectMeta{Name: tn.r.w.ns}}
+	if err := tn.r.h.k8s.Delete(ctx, p); client.IgnoreNotFound(err) != nil {
+		tn.r.t.Logf("deleting the SandboxPolicy: %v", err)
+	}
+}
