@@ -170,12 +170,12 @@ func (tn *tenant) execute(ctx context.Context, n int) []violation {
 		sleep(ctx, between(tn.rnd, 300*time.Millisecond, 2*time.Second))
 	}
 	// Note: the last actions' effects are sampled until they settle (every
-	// deletion done, no Ready service without its container), at most the bound.
-	for end := time.Now().Add(r.s.bound); time.Now().Before(end) && !tn.settled() && !r.caught(); {
+	// deletion done, no Ready service without its container), at most the
+	// bound, and for the dead-Ready bound (and a sample more) after the last
+	// action: a container it removed has that long to be reported.
+	last := time.Now()
+	for end := last.Add(r.s.bound); time.Now().Before(end) && !r.caught() && (!tn.settled() || time.Since(last) <= deadReadyBound); {
 		sleep(ctx, time.Second)
-	}
-	if !r.caught() {
-		sleep(ctx, deadReadyBound)
 	}
 	stop()
 	wg.Wait()
