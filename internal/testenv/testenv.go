@@ -131,17 +131,35 @@ func (e *Env) Kubeconfig() string { return e.kubeconfig }
 // Kubectl runs the built kubectl against the control plane and returns its stdout;
 // the error carries stderr.
 func (e *Env) Kubectl(args ...string) (string, error) {
+	return Kubectl(e.kubeconfig, args...)
+}
+
+// Kubectl runs the built kubectl against the control plane of kubeconfig and
+// returns its stdout.
+func Kubectl(kubeconfig string, args ...string) (string, error) {
 	dir, err := AssetsDir()
 	if err != nil {
 		return "", err
 	}
 	var stdout, stderr bytes.Buffer
-	cmd := exec.Command(filepath.Join(dir, "kubectl"), append([]string{"--kubeconfig", e.kubeconfig}, args...)...)
+	cmd := exec.Command(filepath.Join(dir, "kubectl"), append([]string{"--kubeconfig", kubeconfig}, args...)...)
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
 		return stdout.String(), fmt.Errorf("kubectl %v: %w: %s", args, err, stderr.String())
 	}
 	return stdout.String(), nil
+}
+
+// AdmissionPolicies are the ValidatingAdmissionPolicies, and their
+// bindings, of rendered manifests (config/default's), as one manifest.
+func AdmissionPolicies(rendered string) (manifest string, n int) {
+	var docs []string
+	for _, doc := range strings.Split(rendered, "\n---\n") {
+		if strings.Contains(doc, "kind: ValidatingAdmissionPolicy") {
+			docs = append(docs, doc)
+		}
+	}
+	return strings.Join(docs, "\n---\n"), len(docs)
 }
 
 // MustKubectl is Kubectl that fails the test on an error, and returns stdout

@@ -33,9 +33,11 @@ func (tn *tenant) act(ctx context.Context, kind string) (string, string, error) 
 	for _, a := range tenantActions {
 		switch {
 		case a.live && pick == nil, kind != "" && a.kind != kind:
+			// no Sandbox to act on, or not the kind asked for
 		case kind != "":
 			return a.do(ctx, tn, pick)
 		case tn.kinds != nil && !slices.Contains(tn.kinds, a.kind), a.kind == "create" && len(live) >= tenantMaxLive:
+			// not this run's, or enough Sandboxes live
 		default:
 			can, total = append(can, a), total+a.weight
 		}

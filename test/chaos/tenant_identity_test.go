@@ -5,9 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"time"
 
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -35,17 +33,7 @@ const tenantUser = "chaos-tenant"
 // policies (a planted run leaves the finalizer guard out).
 func (tn *tenant) actAsTenant(ctx context.Context, guard bool) error {
 	h := tn.r.h
-	kubectl := func(args ...string) (string, error) {
-		assets, err := testenv.AssetsDir()
-		if err != nil {
-			return "", err
-		}
-		out, err := exec.CommandContext(ctx, filepath.Join(assets, "kubectl"), append([]string{"--kubeconfig", h.plane.kubeconfig}, args...)...).CombinedOutput()
-		if err != nil {
-			return "", fmt.Errorf("kubectl %s: %w: %s", args[0], err, out)
-		}
-		return string(out), nil
-	}
+	kubectl := func(args ...string) (string, error) { return testenv.Kubectl(h.plane.kubeconfig, args...) }
 	if _, err := kubectl("apply", "-f", filepath.Join(testenv.Root(), "config", "rbac", "sandbox_editor_role.yaml")); err != nil {
 		return err
 	}
@@ -125,13 +113,8 @@ func applyAdmission(kubectl func(args ...string) (string, error), file string) e
 	if err != nil {
 		return err
 	}
-	var docs []string
-	for _, doc := range strings.Split(rendered, "\n---\n") {
-		if strings.Contains(doc, "kind: ValidatingAdmissionPolicy") {
-			docs = append(docs, doc)
-		}
-	}
-	if err := os.WriteFile(file, []byte(strings.Join(docs, "\n---\n")), 0o600); err != nil {
+	manifest, _ := testenv.AdmissionPolicies(rendered)
+	if err := os.WriteFile(file, []byte(manifest), 0o600); err != nil {
 		return err
 	}
 	_, err = kubectl("apply", "-f", file)

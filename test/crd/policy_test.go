@@ -2,7 +2,6 @@ package crd_test
 
 import (
 	"os"
-	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -86,14 +85,9 @@ var _ = Describe("SandboxPolicy admission", Ordered, func() {
 func admissionPolicies() string {
 	rendered, err := env.Kubectl("kustomize", "../../config/default")
 	Expect(err).NotTo(HaveOccurred())
-	var admission []string
-	for _, doc := range strings.Split(rendered, "\n---\n") {
-		if strings.Contains(doc, "kind: ValidatingAdmissionPolicy") {
-			admission = append(admission, doc)
-		}
-	}
-	Expect(admission).To(HaveLen(4), "config/default renders two policies (SandboxPolicy, teardown finalizers) and their bindings")
-	return strings.Join(admission, "\n---\n")
+	manifest, n := testenv.AdmissionPolicies(rendered)
+	Expect(n).To(Equal(4), "config/default renders two policies (SandboxPolicy, teardown finalizers) and their bindings")
+	return manifest
 }
 
 // applyManifest runs kubectl apply on YAML.
