@@ -111,12 +111,19 @@ func (s *EngineSim) Exec(ctx context.Context, id string, spec dd.ExecSpec) (dd.E
 	done := s.track("exec")
 	res, err := s.Driver.Exec(ctx, id, spec)
 	done()
-	if err != nil || res.ExitCode != 0 || res.Stdout != "" {
-		return res, err // a fault or an exec rule decided
+	return s.engineAnswer(id, spec, res), err
+}
+
+// engineAnswer is what the engine in container id answers to spec, given
+// what the fake's exec gave (a fault's, an exec rule's or a script's answer
+// stands).
+func (s *EngineSim) engineAnswer(id string, spec dd.ExecSpec, res dd.ExecResult) dd.ExecResult {
+	if res.ExitCode != 0 || res.Stdout != "" {
+		return res
 	}
 	c, ok := s.Peek(id)
 	if !ok {
-		return res, nil
+		return res
 	}
 	env := map[string]string{}
 	for _, kv := range c.Env {
@@ -126,23 +133,32 @@ func (s *EngineSim) Exec(ctx context.Context, id string, spec dd.ExecSpec) (dd.E
 	switch spec.Cmd[0] {
 	case "sh":
 		if len(spec.Cmd) > 3 && spec.Cmd[3] == "rotate" {
-			return s.rotate(c, env, spec), nil
+			return s.rotate(c, env, spec)
 		}
 		if len(spec.Cmd) > 3 && spec.Cmd[3] == "data" {
-			return s.dataOp(c, env, spec), nil
+			return s.dataOp(c, env, spec)
 		}
 	case "psql":
-		return s.psql(c, s.secret(c, env["POSTGRES_PASSWORD_FILE"]), spec), nil
+		return s.psql(c, s.secret(c, env["POSTGRES_PASSWORD_FILE"]), spec)
 	case "redis-cli":
-		return redisCLI(c, s.redisPassword(c), spec), nil
+		return redisCLI(c, s.redisPassword(c), spec)
 	case "bash": // mongo: a port check, then mongosh
 		pw := s.secret(c, env["MONGO_INITDB_ROOT_PASSWORD_FILE"])
 		if pw == "" || !strings.Contains(spec.Env["SANDBOX_PROBE_URI"], ":"+pw+"@") {
-			return denied, nil
+			return denied
 		}
-		return dd.ExecResult{Stdout: "1\n"}, nil
+		return dd.ExecResult{Stdout: "1\n"}
 	}
-	return res, nil
+	return res
+}
+
+// checked is res as engine.Step.Checked's script ends: exit 0 only with
+// expect in its stdout.
+func checked(res dd.ExecResult, expect string) dd.ExecResult {
+	if res.ExitCode == 0 && !strings.Contains(res.Stdout, expect) {
+		res.ExitCode, res.Stderr = 1, res.Stderr+"its output lacks "+expect+"\n"
+	}
+	return res
 }
 
 // PrepareExec holds the command as the fake does; its Run goes through Exec,

@@ -134,7 +134,12 @@ func (s *EngineSim) startStep(ctx context.Context, c dd.Container, req step.Requ
 	if runs != fake.Forever {
 		// Note: a step that never ends by itself (cancelled, killed at its
 		// bound) never does its work; EndSteps runs it when it ends one.
-		st.res = s.runStepCommand(ctx, c.ID, st)
+		// Its command may take longer than the SlowStep says (an exec rule's).
+		var runFor time.Duration
+		st.res, runFor = s.runStepCommand(ctx, c.ID, st)
+		if runFor == fake.Forever || runFor > st.runs {
+			st.runs = runFor
+		}
 	}
 	s.stepsState.mu.Lock()
 	if s.stepsState.steps == nil {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	dd "github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver"
+	"github.com/roboco-sandbox/sandbox-controller/internal/engine"
 	"github.com/roboco-sandbox/sandbox-controller/internal/host/step"
 )
 
@@ -73,7 +74,7 @@ func (s *EngineSim) EndSteps(container string) {
 	}
 	s.stepsState.mu.Unlock()
 	for _, st := range ending {
-		res := s.runStepCommand(context.Background(), c.ID, st)
+		res, _ := s.runStepCommand(context.Background(), c.ID, st)
 		s.stepsState.mu.Lock()
 		now := time.Now()
 		st.res, st.runs, st.bound = res, max(now.Sub(st.Started), time.Nanosecond), 0
@@ -83,12 +84,22 @@ func (s *EngineSim) EndSteps(container string) {
 	}
 }
 
-// runStepCommand runs st's command through the simulator's Exec (exec rules
-// apply): the result it ends with.
-func (s *EngineSim) runStepCommand(ctx context.Context, id string, st *simStep) dd.ExecResult {
-	res, err := s.Exec(ctx, id, dd.ExecSpec{Cmd: st.argv, Env: st.env, Timeout: max(st.bound, time.Minute)})
-	if err != nil {
-		return dd.ExecResult{ExitCode: 1, Stderr: err.Error()}
+// runStepCommand runs st's command as the simulator's Exec would (exec rules
+// apply; a checked one's own command, engine.Step.Checked), without waiting:
+// the result it ends with, and how long it runs first.
+func (s *EngineSim) runStepCommand(ctx context.Context, id string, st *simStep) (dd.ExecResult, time.Duration) {
+	spec := dd.ExecSpec{Cmd: st.argv, Env: st.env}
+	cmd, expect, isChecked := engine.Unchecked(spec.Cmd)
+	if isChecked {
+		spec.Cmd = cmd
 	}
-	return res
+	s.noteStep(id, spec)
+	res, runFor, err := s.Planned(ctx, id, spec)
+	if err != nil {
+		return dd.ExecResult{ExitCode: 1, Stderr: err.Error()}, 0
+	}
+	if res = s.engineAnswer(id, spec, res); isChecked {
+		res = checked(res, expect)
+	}
+	return res, runFor
 }

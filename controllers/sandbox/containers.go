@@ -137,8 +137,7 @@ func (r *Reconciler) recover(ctx context.Context, sb *sandboxv1.Sandbox, lost []
 // rotation is this Sandbox's by its record only, and, that lost too, a
 // leftover the sweep reaps.
 func (r *Reconciler) provenLost(ctx context.Context, s host.Service, c dd.Container) bool {
-	passed, _ := r.Host.Probe(ctx, s, c, host.Address(c, s.Network))
-	return passed
+	return r.Host.Probe(ctx, s, c, host.Address(c, s.Network)).Passed
 }
 
 // dropLegacyClaims removes the claim annotations of releases before

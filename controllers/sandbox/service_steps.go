@@ -16,7 +16,13 @@ import (
 // answer, the rotation a crash cut short).
 func (r *Reconciler) answer(ctx context.Context, w serviceWork, c dd.Container, addr string, claimed bool, res serviceResult) (serviceResult, bool) {
 	e := w.svc.Engine
-	passed, detail := r.Host.Probe(ctx, w.svc, c, addr)
+	p := r.Host.Probe(ctx, w.svc, c, addr)
+	if p.Running {
+		res.probes = part{reason: sandboxv1.ReasonProbing, message: e.Name() + ": " + p.Detail}
+		res.after(p.Poll)
+		return res, false
+	}
+	passed, detail := p.Passed, p.Detail
 	if !passed && claimed {
 		// A claim a crash cut short between its rename and its rotation, or
 		// whose rotation runs on.

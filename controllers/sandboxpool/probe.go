@@ -101,7 +101,9 @@ func (p *Reconciler) probeMember(ctx context.Context, class host.Service, key []
 	svc.Password = poolkey.DerivePassword(key, c.Labels[host.LabelMember])
 	// Note: a seed starts once the probe passed and the features verified.
 	if !p.Host.SeedUnderway(svc, full, addr) {
-		if ok, _ := p.Host.Probe(ctx, svc, full, addr); !ok {
+		if pr := p.Host.Probe(ctx, svc, full, addr); pr.Running {
+			return memberProbe{seedPoll: pr.Poll}
+		} else if !pr.Passed {
 			return memberProbe{}
 		}
 		if len(svc.Features) > 0 {

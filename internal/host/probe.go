@@ -14,20 +14,6 @@ import (
 	"github.com/roboco-sandbox/sandbox-controller/internal/host/step"
 )
 
-// Probe runs the engine's bounded readiness probe once against c at addr. It
-// returns whether it passed and, when not, what the probe said.
-func (h *Host) Probe(ctx context.Context, svc Service, c dd.Container, addr string) (passed bool, detail string) {
-	step := svc.Engine.Probe(svc.Password, addr)
-	out, err := h.exec(ctx, c, step)
-	switch {
-	case err != nil:
-		return false, err.Error()
-	case step.Passed(out.ExitCode, out.Stdout):
-		return true, ""
-	}
-	return false, fmt.Sprintf("exit code %d: %s", out.ExitCode, LastLine(out.Stderr+"\n"+out.Stdout))
-}
-
 // Activation is where a service's features are.
 type Activation struct {
 	// Running: a step enabling them runs beside the pass (it may wait on a

@@ -41,6 +41,8 @@ type started struct {
 	mu sync.Mutex
 	// keys: when each was started; the zero time for one found absent.
 	keys map[string]map[step.Key]time.Time
+	// slowProbes: the containers whose probe outran its inline bound.
+	slowProbes map[string]bool
 }
 
 // at is when this manager started step k in container id, if it did.
@@ -97,6 +99,23 @@ func (s *started) forget(id string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.keys, id)
+	delete(s.slowProbes, id)
+}
+
+// probesSlow marks container id's probes as ones that run beside the pass.
+func (s *started) probesSlow(id string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.slowProbes == nil {
+		s.slowProbes = map[string]bool{}
+	}
+	s.slowProbes[id] = true
+}
+
+func (s *started) slowProbe(id string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.slowProbes[id]
 }
 
 // engineStep is engine step es as the step id, killed at es.Timeout (0: no

@@ -76,6 +76,24 @@ func (h *host) probeUntilReady(t *testing.T, e engine.Engine, c dd.Container, ne
 	return 0
 }
 
+// checkedProbe runs e's probe as one run beside the pass is run
+// (engine.Step.Checked: its exit code alone says): it passes with the
+// password, and not with a wrong one.
+func (h *host) checkedProbe(t *testing.T, e engine.Engine, c dd.Container, addr, password string) {
+	t.Helper()
+	for pw, want := range map[string]bool{password: true, password + "-wrong": false} {
+		s := e.Probe(pw, addr).Checked()
+		res, err := h.driver.Exec(context.Background(), c.ID, dd.ExecSpec{Cmd: s.Argv, Env: s.Env, Timeout: 4 * s.Timeout})
+		if err != nil {
+			t.Fatalf("%s's checked probe: %v", e.Name(), err)
+		}
+		if got := res.ExitCode == 0; got != want {
+			t.Errorf("%s's checked probe with the right password %v: passed %v (exit %d: %s %s)",
+				e.Name(), pw == password, got, res.ExitCode, res.Stdout, res.Stderr)
+		}
+	}
+}
+
 // connect proves the published credentials work with the engine's real client, from
 // the host to the container's address, and that a wrong password does not.
 func connect(t *testing.T, e engine.Engine, addr, password string) {
@@ -123,6 +141,7 @@ func TestEngineImages(t *testing.T) {
 			ready := h.probeUntilReady(t, e, c, network, password, 100*time.Millisecond)
 			probed := time.Since(created)
 			connect(t, e, c.Networks[network].IPAddress, password)
+			h.checkedProbe(t, e, c, c.Networks[network].IPAddress, password)
 			t.Logf("%s: pull %s; create→first successful probe %s (start→ready %s); create→client connected %s",
 				e.Name(), pulled.Round(time.Millisecond), probed.Round(time.Millisecond), ready.Round(time.Millisecond),
 				time.Since(created).Round(time.Millisecond))

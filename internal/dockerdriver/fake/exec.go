@@ -15,10 +15,15 @@ import (
 // ExecRule makes execs behave as a test needs, e.g. a probe that never
 // succeeds.
 type ExecRule struct {
-	// Container restricts the rule to one container name or ID ("": any).
-	Container string
+	// Container restricts the rule to one container name or ID ("": any);
+	// Command to the commands whose first word it is ("": any).
+	Container, Command string
 	// Result is returned instead of running the command.
 	Result dd.ExecResult
+	// Delay makes the command run that long first, then answer Result or,
+	// when Result is zero, what it would have: a slow one, that an exec
+	// bounded shorter times out (as Hang) and a longer bound lets end.
+	Delay time.Duration
 	// Hang makes the exec never finish, so it times out; it then keeps running
 	// in its container, as a real one does, while the rule is in place.
 	Hang bool
@@ -44,9 +49,10 @@ func (f *Driver) OnExec(r ExecRule) (clear func()) {
 	}
 }
 
-func (f *Driver) matchExec(c *ctr) *execRule {
+func (f *Driver) matchExec(c *ctr, cmd []string) *execRule {
 	for i, r := range f.execRules {
-		if r.Container != "" && r.Container != c.c.Name && r.Container != c.c.ID {
+		if r.Container != "" && r.Container != c.c.Name && r.Container != c.c.ID ||
+			r.Command != "" && (len(cmd) == 0 || cmd[0] != r.Command) {
 			continue
 		}
 		if r.Times > 0 {
@@ -131,19 +137,46 @@ func (f *Driver) startExec(nameOrID, ref string, spec dd.ExecSpec, guard bool) (
 		return nil, dd.BusyError(ref, nameOrID, l.cmd[0], l.why)
 	}
 	run := &execRun{c: c, cmd: slices.Clone(spec.Cmd)}
-	if rule := f.matchExec(c); rule != nil {
+	rule := f.matchExec(c, spec.Cmd)
+	if rule != nil {
 		run.res = rule.Result
 		if rule.Hang {
 			run.runFor, run.rule = Forever, rule
 		}
-		return run, nil
+		if rule.Delay <= 0 || rule.Hang || rule.Result != (dd.ExecResult{}) {
+			run.runFor = cmp.Or(run.runFor, rule.Delay)
+			return run, nil
+		}
 	}
 	if s, ok := ParseScript(spec.Cmd); ok {
 		env := append(slices.Clone(c.c.Env), dd.ContainerSpec{Env: spec.Env}.EnvList()...)
 		run.res.Stdout, run.res.Stderr = s.Output(env, c.files)
 		run.res.ExitCode, run.runFor = s.Exit, s.Sleep
 	}
+	if rule != nil && run.runFor != Forever {
+		run.runFor += rule.Delay
+	}
 	return run, nil
+}
+
+// Planned is what an exec of spec in nameOrID would answer, and how long it
+// would run first (Forever: until stopped), without running it: a simulated
+// container's own process (a step's command) takes that long by its
+// simulator's clock. The call is counted and faults apply, as to Exec; it is
+// never refused as busy.
+func (f *Driver) Planned(ctx context.Context, nameOrID string, spec dd.ExecSpec) (dd.ExecResult, time.Duration, error) {
+	ref := dd.ExecRef(nameOrID, spec.Cmd)
+	if err := f.enter(ctx, VerbExec, f.refsOf(nameOrID)...); err != nil {
+		return dd.ExecResult{}, 0, err
+	}
+	if nameOrID == "" || len(spec.Cmd) == 0 {
+		return dd.ExecResult{}, 0, dd.NewError("exec", ref, dd.ErrInvalid, errors.New("need a container and a command"))
+	}
+	run, err := f.startExec(nameOrID, ref, spec, false)
+	if err != nil {
+		return dd.ExecResult{}, 0, err
+	}
+	return run.res, run.runFor, nil
 }
 
 // waitExec waits for run to end, at most timeout; one its caller stops waiting

@@ -1,0 +1,41 @@
+package sandbox_test
+
+import (
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/api/meta"
+
+	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
+	ct "github.com/roboco-sandbox/sandbox-controller/controllers/controllertest"
+	"github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver/fake"
+)
+
+// A service whose every probe takes longer than the probe's own bound (a
+// loaded host: mongosh's Node.js start, beside a build, took more than 10 s
+// in CI and the service never became Ready) is probed beside the pass once
+// a probe outran the bound, with a longer one: it becomes Ready, and no pass
+// waits on it meanwhile.
+var _ = Describe("A probe slower than its bound", func() {
+	It("runs beside the pass with a longer bound, and the service becomes Ready", func() {
+		host := ct.NewHost()
+		ns := ct.NewNamespace()
+		ct.StartManagerWith(env.Config, host, ct.Setup{Options: ct.TestOptions(), HostIdentitySettle: time.Millisecond})
+		// Postgres's probe (psql) is bounded at 10 s inline; this one takes 12.
+		DeferCleanup(host.OnExec(fake.ExecRule{Container: "roboco-sandbox-pg-slow-1", Command: "psql", Delay: 12 * time.Second}))
+		sb := ct.NewSandbox(ns, "slow", "slow-1", "postgres")
+		Expect(k8sClient.Create(ctx, sb)).To(Succeed())
+
+		Eventually(func() string {
+			c := meta.FindStatusCondition(ct.Get(sb).Status.Conditions, sandboxv1.ConditionReady)
+			if c == nil {
+				return ""
+			}
+			return c.Message
+		}).
+			WithTimeout(time.Minute).Should(ContainSubstring("its probe runs beside the pass"))
+		Eventually(ct.Condition(sb, sandboxv1.ConditionReady)).WithTimeout(2 * time.Minute).Should(Equal("True/Ready"))
+		Expect(host.StepsStarted("probe")).To(BeNumerically(">=", 1))
+	})
+})
