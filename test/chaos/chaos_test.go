@@ -264,13 +264,15 @@ func (h *harness) newRun(t *testing.T, s settings) *run {
 		"--postgres-image", h.images.Plain["postgres"], "--postgres-kitchen-sink-image", h.images.KitchenSink["postgres"],
 		"--redis-image", h.images.Plain["redis"], "--redis-kitchen-sink-image", h.images.KitchenSink["redis"],
 		"--mongo-image", h.images.Plain["mongo"],
-		"--metrics-bind-address", "0", "--health-probe-bind-address", "0",
+		"--health-probe-bind-address", "0",
 		// Note: the tenant mode moves Sandboxes to these (the second does not exist).
 		"--allowed-networks", instance + "-net," + instance + "-missing",
 		"--grace-period", gracePeriod.String(), "--sweep-interval", sweepInterval.String(), "--resync-period", resyncPeriod.String(),
 		"--zap-encoder", "console",
 		// Note: a busy CI machine can take a minute for a postgres initdb alone.
 		"--probe-deadline", "postgres=5m,redis=3m,mongo=5m",
+		// Note: the tenant's slow seed (tenantSlowSeed) ends within it.
+		"--init-script-timeout", "2m",
 	}
 	planted := s.plant != ""
 	if h.bins[planted] == "" {
@@ -285,8 +287,12 @@ func (h *harness) newRun(t *testing.T, s settings) *run {
 		sampler:   &sampler{seen: map[string]bool{}},
 		stats:     stats{injected: map[string]int{}, recovery: map[string][]time.Duration{}, violated: map[string]int{}}}
 	for i := range max(1, s.replicas) {
-		r.mgrs = append(r.mgrs, &manager{bin: h.bins[planted], args: args, env: plantEnv(s.plant),
-			logPath: filepath.Join(h.dir, fmt.Sprintf("manager-%s-%d.log", s.name, i))})
+		metrics, err := freeLoopback()
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.mgrs = append(r.mgrs, &manager{bin: h.bins[planted], args: append(slices.Clone(args), "--metrics-bind-address", metrics),
+			env: plantEnv(s.plant), metrics: metrics, logPath: filepath.Join(h.dir, fmt.Sprintf("manager-%s-%d.log", s.name, i))})
 	}
 	r.mgr = r.mgrs[0]
 	r.w = &workload{h: h, r: rand.New(rand.NewPCG(s.seed, 2)), ns: ns, minLive: s.minLive, maxLive: s.maxLive, mongo: s.mongo,

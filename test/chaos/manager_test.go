@@ -39,6 +39,7 @@ type manager struct {
 	args    []string
 	env     []string
 	logPath string
+	metrics string // its /metrics' loopback address
 
 	mu       sync.Mutex
 	cmd      *exec.Cmd

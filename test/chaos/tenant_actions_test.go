@@ -96,6 +96,7 @@ var tenantActions = []tenantAction{
 		return kind, tn.r.w.ns, err
 	}},
 	seedAction("seed-bad-key", 1), seedAction("seed-fix", 2), seedAction("seed-script", 1), seedAction("seed-delete", 1),
+	seedAction("seed-slow", 1),
 	{kind: "strip-finalizer", weight: 1, live: true, do: func(ctx context.Context, tn *tenant, sb *sandboxv1.Sandbox) (string, string, error) {
 		return "strip-finalizer", sb.Name, tn.strip(ctx, sb)
 	}},

@@ -28,6 +28,11 @@ var tenantPlanted = []tenantPlant{
 	// deletion while they are broken (and no action mends them).
 	{bug: chaosplant.TeardownNeedsInit, invariant: invGone, first: []string{"create-seeded", "create-seeded"},
 		kinds: []string{"create", "delete", "seed-bad-key"}, bound: 45 * time.Second},
+	// A pass that waits for its step (a seed) to end holds a worker as long
+	// as the tenant's script runs; the slow script makes it longer than any
+	// pass may take.
+	{bug: chaosplant.StepAwaited, invariant: invPassWaits, first: []string{"seed-slow", "create-seeded"},
+		kinds: []string{"create", "delete"}},
 	// Not a manager bug: a deployment without config/default's admission
 	// policies lets a tenant strip the teardown finalizer.
 	{bug: "no-finalizer-guard", unguarded: true, invariant: invStrip, kinds: []string{"create", "strip-finalizer"}},

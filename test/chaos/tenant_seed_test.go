@@ -14,6 +14,14 @@ import (
 
 // The tenant's init ConfigMap and its changes.
 
+// A slow init script, toggled by seed-slow: it blocks for longer than any
+// pass may take (passLimit), taking no CPU, and within the chaos manager's
+// --init-script-timeout.
+const (
+	tenantSlowSeedKey = "30-slow.redis"
+	tenantSlowSeed    = "BLPOP sandbox-chaos-never 75"
+)
+
 // seedAction is a change of the tenant's init ConfigMap (tenant.seed).
 func seedAction(kind string, weight int) tenantAction {
 	return tenantAction{kind: kind, weight: weight, do: func(ctx context.Context, tn *tenant, _ *sandboxv1.Sandbox) (string, string, error) {
@@ -23,7 +31,8 @@ func seedAction(kind string, weight int) tenantAction {
 }
 
 // seed changes the tenant's init ConfigMap as kind says: a key no engine
-// runs, that key removed, a script added or changed, or the ConfigMap deleted.
+// runs, that key removed, a script added or changed, a slow script added or
+// removed, or the ConfigMap deleted.
 // A ConfigMap deleted earlier is made again by any change but a deletion.
 func (tn *tenant) seed(ctx context.Context, kind string) (string, error) {
 	cur := &corev1.ConfigMap{}
@@ -47,6 +56,12 @@ func (tn *tenant) seed(ctx context.Context, kind string) (string, error) {
 		delete(data, "README.md")
 	case "seed-script":
 		data["20-more.redis"] = "SET more " + strconv.Itoa(tn.rnd.IntN(1000))
+	case "seed-slow":
+		if _, slow := data[tenantSlowSeedKey]; slow {
+			delete(data, tenantSlowSeedKey)
+			return "seed-unslow", tn.writeSeed(ctx, data)
+		}
+		data[tenantSlowSeedKey] = tenantSlowSeed
 	default:
 		return kind, client.IgnoreNotFound(tn.k8s.Delete(ctx, cur))
 	}

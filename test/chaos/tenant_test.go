@@ -80,7 +80,7 @@ func TestChaosTenant(t *testing.T) {
 
 func newTenant(r *run, kinds, first []string) *tenant {
 	return &tenant{r: r, rnd: rand.New(rand.NewPCG(r.s.seed, 3)), kinds: kinds, first: first,
-		deleted: map[string]time.Time{}, deadSince: map[string]time.Time{}}
+		deleted: map[string]time.Time{}, deadSince: map[string]time.Time{}, passes: make([]passCounts, len(r.mgrs))}
 }
 
 // prelude takes tn.first's actions and waits, at most the run's bound, until
@@ -123,6 +123,8 @@ type tenant struct {
 	// samples looked, failed of them (the last one's error).
 	samples, failed int
 	lastErr         error
+	// passes: each manager's pass counts at the last look.
+	passes []passCounts
 }
 
 // execute makes the quota and the init ConfigMap, takes n actions with the
@@ -230,6 +232,7 @@ func (tn *tenant) sampleOnce(ctx context.Context, last bool) {
 	tn.checkQuota(cs)
 	tn.checkDeadReady(sbs, cs)
 	tn.checkGone(sbs, last)
+	tn.checkPasses(ctx)
 }
 
 // live is the tenant's Sandboxes not being deleted, by name order.
