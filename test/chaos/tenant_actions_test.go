@@ -71,6 +71,10 @@ var tenantActions = []tenantAction{
 	{kind: "delete", weight: 2, live: true, do: func(ctx context.Context, tn *tenant, sb *sandboxv1.Sandbox) (string, string, error) {
 		return "delete", sb.Name, tn.delete(ctx, sb)
 	}},
+	{kind: "reuse-agent", weight: 1, live: true, do: func(ctx context.Context, tn *tenant, sb *sandboxv1.Sandbox) (string, string, error) {
+		target, err := tn.reuseAgent(ctx, sb)
+		return "reuse-agent", target, err
+	}},
 	{kind: "memory", weight: 4, live: true, do: func(ctx context.Context, tn *tenant, sb *sandboxv1.Sandbox) (string, string, error) {
 		return "memory", sb.Name, tn.edit(ctx, sb, tn.memory)
 	}},
@@ -90,6 +94,10 @@ var tenantActions = []tenantAction{
 	{kind: "cordon", weight: 1, do: func(ctx context.Context, tn *tenant, _ *sandboxv1.Sandbox) (string, string, error) {
 		on := tn.rnd.IntN(2) == 0
 		return map[bool]string{true: "cordon", false: "uncordon"}[on], tn.r.w.host, tn.cordon(ctx, on)
+	}},
+	{kind: "quota", weight: 1, do: func(ctx context.Context, tn *tenant, _ *sandboxv1.Sandbox) (string, string, error) {
+		target, err := tn.editQuota(ctx)
+		return "quota", target, err
 	}},
 	{kind: "policy", weight: 1, do: func(ctx context.Context, tn *tenant, _ *sandboxv1.Sandbox) (string, string, error) {
 		kind, err := tn.policy(ctx)

@@ -16,7 +16,9 @@ import (
 // The tenant mode's invariants, checked on each sample.
 
 // checkQuota: what runs never takes more than the quota's hard amounts (a
-// pool member's memory counts, claimed or not).
+// pool member's memory counts, claimed or not). A lowered hard amount evicts
+// nothing: what ran when it changed (or was being made, quotaSettle after)
+// may go on running, nothing more is admitted until what runs fits.
 func (tn *tenant) checkQuota(cs []tenantContainer) {
 	var mem int64
 	uids := map[string]bool{}
@@ -28,10 +30,17 @@ func (tn *tenant) checkQuota(cs []tenantContainer) {
 			uids[c.uid] = true
 		}
 	}
-	hard := resource.MustParse(tenantQuotaMemory)
-	if mem > hard.Value() || len(uids) > tenantQuotaSandboxes {
-		tn.r.violate(invQuota, fmt.Sprintf("%s of memory in %d Sandboxes running, hard %s and %d",
-			resource.NewQuantity(mem, resource.BinarySI), len(uids), tenantQuotaMemory, tenantQuotaSandboxes))
+	tn.mu.Lock()
+	q := &tn.quota
+	if time.Since(q.changed) < quotaSettle {
+		q.keptMemory, q.keptSandboxes = max(q.keptMemory, mem), max(q.keptSandboxes, len(uids))
+	}
+	limitMem, limitSbs := max(q.memory.Value(), q.keptMemory), max(q.sandboxes, q.keptSandboxes)
+	hard := fmt.Sprintf("hard %s and %d", q.memory.String(), q.sandboxes)
+	tn.mu.Unlock()
+	if mem > limitMem || len(uids) > limitSbs {
+		tn.r.violate(invQuota, fmt.Sprintf("%s of memory in %d Sandboxes running, %s (%s and %d kept from before its last change)",
+			resource.NewQuantity(mem, resource.BinarySI), len(uids), hard, resource.NewQuantity(limitMem, resource.BinarySI), limitSbs))
 	}
 }
 

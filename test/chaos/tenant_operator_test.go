@@ -2,18 +2,22 @@ package chaos
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
 )
 
 // The operator's actions among the tenant's: the host cordoned and
-// uncordoned, the namespace's SandboxPolicy made, changed and deleted. They
+// uncordoned, the namespace's SandboxPolicy made, changed and deleted, its
+// SandboxQuota's hard amounts lowered and raised. They
 // act with the suite's admin; what runs stays through each of them.
 
 // cordon cordons the run's Docker host, or uncordons it.
@@ -77,6 +81,42 @@ func (tn *tenant) labelNamespace(ctx context.Context) error {
 	}
 	ns.Labels[tenantPolicyLabel] = tn.r.w.ns
 	return tn.r.h.k8s.Update(ctx, ns)
+}
+
+// quotaSettle is how long after a change of the quota's hard amounts what
+// was admitted before it may still start (a create in flight).
+const quotaSettle = 15 * time.Second
+
+// tenantQuota is the hard amounts in force, since when, and what ran in the
+// quotaSettle after their last change (admitted before it: kept).
+type tenantQuota struct {
+	memory        resource.Quantity
+	sandboxes     int
+	changed       time.Time
+	keptMemory    int64
+	keptSandboxes int
+}
+
+// editQuota sets the tenant's SandboxQuota's hard memory and Sandboxes at
+// random: lowered, what runs stays; raised, what waits is admitted.
+func (tn *tenant) editQuota(ctx context.Context) (string, error) {
+	mem := resource.MustParse([]string{"1Gi", "1536Mi", "2Gi"}[tn.rnd.IntN(3)])
+	sbs := []int{3, 5, 6}[tn.rnd.IntN(3)]
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	q := &sandboxv1.SandboxQuota{}
+	if err := tn.r.h.k8s.Get(cctx, client.ObjectKey{Namespace: tn.r.w.ns, Name: tenantQuotaName}, q); err != nil {
+		return "", err
+	}
+	q.Spec.Hard.Memory, q.Spec.Hard.Sandboxes = &mem, ptr.To(int32(sbs))
+	target := fmt.Sprintf("%s to %s and %d Sandboxes", q.Name, mem.String(), sbs)
+	if err := tn.r.h.k8s.Update(cctx, q); err != nil {
+		return target, err
+	}
+	tn.mu.Lock()
+	defer tn.mu.Unlock()
+	tn.quota = tenantQuota{memory: mem, sandboxes: sbs, changed: time.Now()}
+	return target, nil
 }
 
 // restoreOperator leaves the host uncordoned and the namespace without its

@@ -19,11 +19,14 @@ import (
 )
 
 // The tenant-input chaos: what tenants do to their own objects, at random
-// (seeded), under a SandboxQuota: Sandboxes made and deleted, their memory
-// grown and shrunk, services added and dropped, their init ConfigMap given a
-// key no engine runs, a key removed or the ConfigMap deleted, and a service's
-// container removed out of band. A sampler checks the invariants the whole
-// time, not only between actions.
+// (seeded), under a SandboxQuota: Sandboxes made and deleted (an agentID
+// reused at once among them), their memory grown and shrunk, services added
+// and dropped, networks moved, data requests, claims from a pool whose
+// replicas change, their init ConfigMap given a key no engine runs, a slow
+// script, a key removed or the ConfigMap deleted, a service's container
+// removed out of band, finalizers stripped; and the operator's (cordons,
+// policies, quota changes: tenant_operator_test.go). A sampler checks the
+// invariants the whole time, not only between actions.
 //
 //	CHAOS_TENANT_ACTIONS=200 go test ./test/chaos -run 'TestChaosTenant$' -v
 
@@ -40,6 +43,7 @@ const (
 	tenantQuotaMembers   = 2
 	tenantMaxLive        = 7
 	tenantSeedConfigMap  = "seed"
+	tenantQuotaName      = "team"
 	// deadReadyBound is how long Ready may stay True on a service whose
 	// container is gone (Docker's die or destroy event wakes the Sandbox).
 	deadReadyBound = 30 * time.Second
@@ -80,7 +84,8 @@ func TestChaosTenant(t *testing.T) {
 
 func newTenant(r *run, kinds, first []string) *tenant {
 	return &tenant{r: r, rnd: rand.New(rand.NewPCG(r.s.seed, 3)), kinds: kinds, first: first,
-		deleted: map[string]time.Time{}, deadSince: map[string]time.Time{}, passes: make([]passCounts, len(r.mgrs))}
+		deleted: map[string]time.Time{}, deadSince: map[string]time.Time{}, passes: make([]passCounts, len(r.mgrs)),
+		quota: tenantQuota{memory: resource.MustParse(tenantQuotaMemory), sandboxes: tenantQuotaSandboxes}}
 }
 
 // prelude takes tn.first's actions and waits, at most the run's bound, until
@@ -125,6 +130,8 @@ type tenant struct {
 	lastErr         error
 	// passes: each manager's pass counts at the last look.
 	passes []passCounts
+	// quota: the hard amounts in force (editQuota).
+	quota tenantQuota
 }
 
 // execute makes the quota and the init ConfigMap, takes n actions with the
@@ -134,7 +141,7 @@ func (tn *tenant) execute(ctx context.Context, n int) []violation {
 	tn.done = map[string]int{}
 	r.t.Logf("tenant: seed %d (replay with CHAOS_SEED=%d), %d actions, instance %s, manager log %s", r.s.seed, r.s.seed, n, r.instance, r.mgr.logPath)
 	q := &sandboxv1.SandboxQuota{}
-	q.Namespace, q.Name = r.w.ns, "team"
+	q.Namespace, q.Name = r.w.ns, tenantQuotaName
 	q.Spec.Hard = sandboxv1.QuotaAmounts{Sandboxes: ptr.To[int32](tenantQuotaSandboxes), PoolMembers: ptr.To[int32](tenantQuotaMembers),
 		Memory: ptr.To(resource.MustParse(tenantQuotaMemory))}
 	if err := r.h.k8s.Create(ctx, q); err != nil {
@@ -222,6 +229,7 @@ func (tn *tenant) sampleOnce(ctx context.Context, last bool) {
 	}
 	tn.mu.Lock()
 	tn.samples++
+	n := tn.samples
 	if err != nil {
 		tn.failed, tn.lastErr = tn.failed+1, err
 	}
@@ -233,6 +241,9 @@ func (tn *tenant) sampleOnce(ctx context.Context, last bool) {
 	tn.checkDeadReady(sbs, cs)
 	tn.checkGone(sbs, last)
 	tn.checkPasses(ctx)
+	if last || n%givenEvery == 0 {
+		tn.checkGiven(ctx, sbs)
+	}
 }
 
 // live is the tenant's Sandboxes not being deleted, by name order.
