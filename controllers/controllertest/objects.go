@@ -126,6 +126,16 @@ func Condition(sb *sandboxv1.Sandbox, t string) func() string {
 	}
 }
 
+// ConditionMessage returns a condition's message, "" when absent.
+func ConditionMessage(sb *sandboxv1.Sandbox, t string) func() string {
+	return func() string {
+		if c := meta.FindStatusCondition(Get(sb).Status.Conditions, t); c != nil {
+			return c.Message
+		}
+		return ""
+	}
+}
+
 // ConditionOf is a Sandbox's condition of type t, which must be there.
 func ConditionOf(sb *sandboxv1.Sandbox, t string) metav1.Condition {
 	c := meta.FindStatusCondition(Get(sb).Status.Conditions, t)

@@ -5,7 +5,6 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	"k8s.io/apimachinery/pkg/api/meta"
 
 	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
 	ct "github.com/roboco-sandbox/sandbox-controller/controllers/controllertest"
@@ -27,14 +26,7 @@ var _ = Describe("A probe slower than its bound", func() {
 		sb := ct.NewSandbox(ns, "slow", "slow-1", "postgres")
 		Expect(k8sClient.Create(ctx, sb)).To(Succeed())
 
-		Eventually(func() string {
-			c := meta.FindStatusCondition(ct.Get(sb).Status.Conditions, sandboxv1.ConditionReady)
-			if c == nil {
-				return ""
-			}
-			return c.Message
-		}).
-			WithTimeout(time.Minute).Should(ContainSubstring("its probe runs beside the pass"))
+		Eventually(ct.ConditionMessage(sb, sandboxv1.ConditionReady)).WithTimeout(time.Minute).Should(ContainSubstring("its probe runs beside the pass"))
 		Eventually(ct.Condition(sb, sandboxv1.ConditionReady)).WithTimeout(2 * time.Minute).Should(Equal("True/Ready"))
 		Expect(host.StepsStarted("probe")).To(BeNumerically(">=", 1))
 	})
