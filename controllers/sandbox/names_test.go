@@ -9,6 +9,8 @@ import (
 
 	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
 	ct "github.com/roboco-sandbox/sandbox-controller/controllers/controllertest"
+	dd "github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver"
+	"github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver/fake"
 )
 
 // A Sandbox whose container name would be another's 63-character alias (the
@@ -65,5 +67,32 @@ var _ = Describe("One name, one container", func() {
 		_, made := host.Peek(prefix + long)
 		Expect(made).To(BeFalse())
 		Expect(k8sClient.DeleteAllOf(ctx, &sandboxv1.Sandbox{}, client.InNamespace(short.Namespace))).To(Succeed())
+	})
+
+	// An orchestrator that replaces an agent's Sandbox deletes the old one and
+	// at once makes a new one with the agentID: the names are the old one's
+	// until its teardown ends, then the new one's, on a container of its own.
+	It("serves a new Sandbox with the agentID of one being deleted once that one's teardown ends", func() {
+		host := ct.NewHost()
+		ct.StartManager(host, ct.TestOptions())
+		ns := ct.NewNamespace()
+		old := ct.NewSandbox(ns, "old", "reused-1", "redis")
+		Expect(k8sClient.Create(ctx, old)).To(Succeed())
+		oldID := ct.WaitReady(old).Status.Services[0].ContainerID
+		clear := host.Inject(fake.Fault{Verb: fake.VerbRemove, Ref: prefix + "reused-1", Err: dd.ErrUnavailable})
+		DeferCleanup(clear)
+		Expect(k8sClient.Delete(ctx, old)).To(Succeed())
+
+		next := ct.NewSandbox(ns, "next", "reused-1", "redis")
+		Expect(k8sClient.Create(ctx, next)).To(Succeed())
+		Eventually(ct.ConditionMessage(next, sandboxv1.ConditionReady)).Should(ContainSubstring("belongs to Sandbox old"))
+		Expect(ct.Get(old).DeletionTimestamp).NotTo(BeNil(), "the old one's teardown still waits")
+
+		By("the old one's teardown ends")
+		clear()
+		Eventually(ct.Gone(old)).Should(BeTrue())
+		ready := ct.WaitReady(next).Status.Services[0]
+		Expect(ready.ContainerName).To(Equal(prefix + "reused-1"))
+		Expect(ready.ContainerID).NotTo(Equal(oldID), "the new Sandbox was served the old one's container")
 	})
 })
