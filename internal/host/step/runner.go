@@ -131,10 +131,14 @@ func (r *Runner) state(ctx context.Context, container string, key Key, script st
 	if err := key.valid(); err != nil {
 		return State{}, err
 	}
+	// Note: killed at its timeout, as a probe is: one left running (a host
+	// at a load of 60 ran a 10 s state read for minutes) kept its container
+	// busy, refusing every later read and start of a step there.
 	spec := dd.ExecSpec{
-		Cmd:         []string{"sh", "-c", script, "step", dir(key), ticks(wait), ticks(appear)},
-		Timeout:     wait + appear + execSlack,
-		OutputLimit: 8 << 10,
+		Cmd:           []string{"sh", "-c", script, "step", dir(key), ticks(wait), ticks(appear)},
+		Timeout:       wait + appear + execSlack,
+		OutputLimit:   8 << 10,
+		KillAtTimeout: true,
 	}
 	out, err := r.driver.Exec(ctx, container, spec)
 	if err != nil {
