@@ -3,6 +3,7 @@ package step
 import (
 	"context"
 	"encoding/hex"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -117,5 +118,29 @@ func TestRunnerCalls(t *testing.T) {
 	}
 	if _, err := r.Observe(ctx, c.ID, "../x"); err == nil {
 		t.Errorf("Observe of an invalid key gave no error")
+	}
+}
+
+// A state read that hangs is killed at its timeout: the container is not
+// left busy, and the next read runs (at a load of 74, state reads left
+// running refused every later step there, and six Sandboxes never became
+// Ready).
+func TestStateReadThatHangsIsKilledAtItsTimeout(t *testing.T) {
+	f := fake.New()
+	c, err := f.SeedContainer(dd.ContainerSpec{Name: "c", Image: "img", Labels: map[string]string{"o": "1"}, OwnerLabel: "o"}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := New(f, 300*time.Millisecond)
+	key := Step{ID: "probe", Argv: []string{"true"}}.Key()
+	ctx := context.Background()
+	// Note: the hung read runs on in its container while its rule is in place.
+	defer f.OnExec(fake.ExecRule{Hang: true})()
+	if _, err := r.Observe(ctx, c.ID, key); !errors.Is(err, dd.ErrTimeout) {
+		t.Fatalf("a hung state read = %v; want a timeout", err)
+	}
+	defer f.OnExec(fake.ExecRule{Result: dd.ExecResult{Stdout: "running\nstarted 1\nnow 2\n"}})()
+	if st, err := r.Observe(ctx, c.ID, key); err != nil || st.Phase != Running {
+		t.Fatalf("the read after a hung one = %+v, %v; want it run", st, err)
 	}
 }
