@@ -18,8 +18,8 @@ import (
 // slow seed runs longer: tenantSlowSeed).
 const invPassWaits = "no pass waits on a container step"
 
-// passLimit is controller-runtime's highest bucket of reconcile_time_seconds.
-const passLimit = "60"
+// passLimit is controller-runtime's highest bucket of reconcile_time_seconds, in seconds.
+const passLimit = 60.0
 
 // passCounts is what a manager's metrics say of its passes so far.
 type passCounts struct{ awaited, long float64 }
@@ -61,7 +61,7 @@ func (m *manager) passCounts(ctx context.Context) (passCounts, error) {
 		h := mt.GetHistogram()
 		within := float64(0)
 		for _, b := range h.GetBucket() {
-			if fmt.Sprint(b.GetUpperBound()) == passLimit {
+			if b.GetUpperBound() == passLimit {
 				within = float64(b.GetCumulativeCount())
 			}
 		}
@@ -86,7 +86,7 @@ func (tn *tenant) checkPasses(ctx context.Context) {
 			tn.r.violate(invPassWaits, fmt.Sprintf("manager %d: %v more passes read a container step's state again, waiting on it", i, c.awaited-prev.awaited))
 		}
 		if c.long > prev.long {
-			tn.r.violate(invPassWaits, fmt.Sprintf("manager %d: %v more passes ran longer than %ss", i, c.long-prev.long, passLimit))
+			tn.r.violate(invPassWaits, fmt.Sprintf("manager %d: %v more passes ran longer than %vs", i, c.long-prev.long, passLimit))
 		}
 	}
 }
