@@ -39,7 +39,7 @@ func (tn *tenant) checkQuota(cs []tenantContainer) {
 	hard := fmt.Sprintf("hard %s and %d", q.memory.String(), q.sandboxes)
 	tn.mu.Unlock()
 	if mem > limitMem || len(uids) > limitSbs {
-		tn.r.violate(invQuota, fmt.Sprintf("%s of memory in %d Sandboxes running, %s (%s and %d kept from before its last change)",
+		tn.r.violate(invQuota, fmt.Sprintf("%s of memory in %d Sandboxes running, %s (allowed now, with what ran when it last changed: %s and %d)",
 			resource.NewQuantity(mem, resource.BinarySI), len(uids), hard, resource.NewQuantity(limitMem, resource.BinarySI), limitSbs))
 	}
 }
