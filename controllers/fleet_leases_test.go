@@ -22,6 +22,12 @@ import (
 // registered ones with other replicas through Leases in leaseNS, each held for
 // duration unless renewed.
 func replica(leaseNS, identity string, hosts map[string]*ct.EngineSim, duration time.Duration) (stop func()) {
+	return replicaClient(leaseNS, identity, hosts, duration, nil)
+}
+
+// replicaClient is replica whose manager's client is made by newClient (nil:
+// controller-runtime's).
+func replicaClient(leaseNS, identity string, hosts map[string]*ct.EngineSim, duration time.Duration, newClient client.NewClientFunc) (stop func()) {
 	dial := func(_ context.Context, h *sandboxv1.DockerHost) (dd.Driver, error) {
 		for name, sim := range hosts {
 			if h.Spec.Endpoint == "unix:///fake/"+name {
@@ -30,9 +36,10 @@ func replica(leaseNS, identity string, hosts map[string]*ct.EngineSim, duration 
 		}
 		return nil, fmt.Errorf("no fake at %s", h.Spec.Endpoint)
 	}
-	return ct.StartManagerWith(env.Config, nil, ct.Setup{Options: ct.TestOptions(), Sweep: true,
+	return ct.StartManagerClient(env.Config, nil, ct.Setup{Options: ct.TestOptions(), Sweep: true,
 		HostIdentitySettle: time.Millisecond, Dial: dial,
-		Leases: &ct.HostLeases{Namespace: leaseNS, Identity: identity, Duration: duration, RetryPeriod: 200 * time.Millisecond}})
+		Leases: &ct.HostLeases{Namespace: leaseNS, Identity: identity, Duration: duration, RetryPeriod: 200 * time.Millisecond}},
+		ct.CacheOptions(), newClient)
 }
 
 // leasesIn describes the Leases in ns (name: holder), for a failure's message.

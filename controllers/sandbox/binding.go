@@ -94,8 +94,8 @@ func wrongHost(sb *sandboxv1.Sandbox, msg string) {
 // Note: the server's answer goes to a copy, never to sb: taken as the pass's
 // own status, it dropped what the pass had set and not written yet (a Sandbox
 // that waited Unschedulable published its first Ready without OwnerAlive).
-// Only p.before's status moves: its resourceVersion in the publish's patch would
-// make it conditional.
+// Only p.before's status moves; the version the write left is the pass's
+// (kit.NoteWrite), which the publish's patch is conditional on.
 func (r *Reconciler) writeBinding(ctx context.Context, p *pass) (ctrl.Result, bool, error) {
 	if !bindingUnwritten(ctx) {
 		return ctrl.Result{}, true, nil

@@ -23,6 +23,10 @@ type metrics struct {
 	ownerGoneDeletions prometheus.Counter
 	claims             *prometheus.CounterVec
 	claimSeconds       *prometheus.HistogramVec
+	// statusConflicts count status writes refused for a newer Sandbox, by
+	// outcome: written again (only its spec or metadata moved) or dropped
+	// (its status moved: patchStatus).
+	statusConflicts *prometheus.CounterVec
 }
 
 var sandboxMetrics = &metrics{
@@ -57,12 +61,16 @@ var sandboxMetrics = &metrics{
 		Help:    "Duration of a claim (record, rename, rotate), by engine.",
 		Buckets: []float64{0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.3, 0.5, 1, 2, 5},
 	}, []string{"engine"}),
+	statusConflicts: prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "sandbox_status_conflicts_total",
+		Help: "Status writes refused because the Sandbox changed since the pass read it, by outcome: retried (only its spec or metadata moved: written again on the new version) or dropped (its status moved: the pass is run again from the newer status).",
+	}, []string{"outcome"}),
 }
 
 func init() {
 	ctrlmetrics.Registry.MustRegister(sandboxMetrics.timeToReady, sandboxMetrics.pullSeconds,
 		sandboxMetrics.probeAttempts, sandboxMetrics.failures, sandboxMetrics.ownerGoneDeletions,
-		sandboxMetrics.claims, sandboxMetrics.claimSeconds,
+		sandboxMetrics.claims, sandboxMetrics.claimSeconds, sandboxMetrics.statusConflicts,
 		prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "sandbox_steps_awaited_total",
 			Help: "Times a pass read a container step's state (a seed's) again in one call, waiting on it: 0 unless a bug holds workers on steps.",

@@ -45,6 +45,9 @@ type pass struct {
 	// it does not compete with them for the API server and the daemon.
 	mu    sync.Mutex
 	later []func()
+	// seen is what the server holds as the pass knows it: its status writes
+	// are conditional on it (patchStatus).
+	seen seen
 }
 
 type passKey struct{}
@@ -56,6 +59,8 @@ func (m *recalls) startPass(ctx context.Context, sb *sandboxv1.Sandbox) (context
 	failures := m.of(sb).failures
 	m.mu.Unlock()
 	p := &pass{sb: sb, before: sb.DeepCopy(), retryIn: kit.Jitter(host.Delay(kit.RetryBackoff, failures))}
+	p.seen = seen{rv: sb.ResourceVersion, status: *sb.Status.DeepCopy()}
+	ctx = kit.WithWrites(ctx, p.wrote)
 	return context.WithValue(ctx, passKey{}, p), p
 }
 

@@ -214,6 +214,18 @@ func (m *recalls) wrote(from string, sb *sandboxv1.Sandbox) {
 	m.of(sb).written = sb.DeepCopy()
 }
 
+// saw remembers sb, read from the API server, when it is newer than the last
+// write: a pass that lost a race to another writer starts the next from it,
+// whatever the cache says.
+func (m *recalls) saw(sb *sandboxv1.Sandbox) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	rec := m.of(sb)
+	if rec.written == nil || older(rec.written.ResourceVersion, sb.ResourceVersion) {
+		rec.written = sb.DeepCopy()
+	}
+}
+
 func older(rv, than string) bool {
 	a, errA := strconv.ParseUint(rv, 10, 64)
 	b, errB := strconv.ParseUint(than, 10, 64)

@@ -57,7 +57,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			break
 		}
 	}
-	return r.close(ctx, p)
+	result, err := r.close(ctx, p)
+	return raced(ctx, result, err)
 }
 
 // begin reads the Sandbox and starts a pass over it, or says why there is none

@@ -39,8 +39,9 @@ func dockerDown(sb *sandboxv1.Sandbox, err error, retryIn time.Duration) {
 	meta.RemoveStatusCondition(&sb.Status.Conditions, sandboxv1.ConditionStalled)
 }
 
-// writeStatus writes sb's status as a merge patch from before, and remembers sb
-// as the API server returned it.
+// writeStatus writes sb's status as a merge patch from before, conditional on
+// what the pass knows the server holds (patchStatus), and remembers sb as the
+// API server returned it.
 //
 // Note: only what a write returned is remembered, never a pass's Sandbox at
 // its end: after a write that failed it holds what the server does not (with
@@ -49,9 +50,10 @@ func dockerDown(sb *sandboxv1.Sandbox, err error, retryIn time.Duration) {
 // none of that (a Sandbox Ready whose status never named its Docker host).
 func (r *Reconciler) writeStatus(ctx context.Context, before, sb *sandboxv1.Sandbox) error {
 	from := sb.ResourceVersion
-	if err := kit.PatchStatus(ctx, r.Client, before, sb); err != nil {
+	if err := r.patchStatus(ctx, before, sb); err != nil {
 		return err
 	}
+	kit.NoteWrite(ctx, sb)
 	r.recalls.wrote(from, sb)
 	return nil
 }

@@ -36,6 +36,7 @@ func (r *Reconciler) ensureFinalizer(ctx context.Context, p *pass) (ctrl.Result,
 	if err := kit.EnsureFinalizer(ctx, r.Client, p.sb, Finalizer); err != nil {
 		return ctrl.Result{}, false, err
 	}
+	kit.NoteWrite(ctx, p.sb)
 	p.before = p.sb.DeepCopy()
 	return ctrl.Result{}, true, nil
 }

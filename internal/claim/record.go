@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
+	"github.com/roboco-sandbox/sandbox-controller/internal/kit"
 )
 
 // A Record says which pool member serves a Sandbox's service: the member's
@@ -87,6 +88,7 @@ func (rc *Recent) Write(ctx context.Context, c client.Client, sb *sandboxv1.Sand
 	if err != nil {
 		return err
 	}
+	kit.NoteWrite(ctx, target)
 	for engine, rec := range recs {
 		rc.add(epoch, sb.UID, engine, rec)
 	}
@@ -113,6 +115,7 @@ func (rc *Recent) Undo(ctx context.Context, c client.Client, sb *sandboxv1.Sandb
 	if err != nil {
 		return err
 	}
+	kit.NoteWrite(ctx, target)
 	rc.add(epoch, sb.UID, engine, prev)
 	return nil
 }
@@ -130,6 +133,9 @@ func RemoveLegacy(ctx context.Context, c client.Client, sb *sandboxv1.Sandbox, e
 	}
 	if client.IgnoreNotFound(err) != nil {
 		return fmt.Errorf("removing claim annotations: %w", err)
+	}
+	if err == nil {
+		kit.NoteWrite(ctx, target)
 	}
 	return nil
 }

@@ -92,6 +92,22 @@ func benchClaims(t *testing.T, name string, n int, withKubectl bool, engines ...
 		testenv.Median(cold).Seconds()/testenv.Median(warmGo).Seconds(), slices.Max(cold).Seconds()/slices.Max(warmGo).Seconds())
 	t.Logf("  the manager's sandbox_pool_claim_seconds (rename, a rotation where one is needed, inspect): %s", claimHistogram(t, metrics))
 	t.Logf("  its Claimed events: %s; Warning events: %q", claimedEvents(t, b.ns), warnings(t, b.ns))
+	t.Logf("  its status writes refused for a newer Sandbox: %s", statusConflicts(t, metrics))
+}
+
+// statusConflicts is the manager's sandbox_status_conflicts_total by
+// outcome (none: no write was refused).
+func statusConflicts(t *testing.T, addr string) string {
+	var out []string
+	for _, line := range strings.Split(metricsText(t, addr), "\n") {
+		if strings.HasPrefix(line, "sandbox_status_conflicts_total{") {
+			out = append(out, strings.TrimPrefix(line, "sandbox_status_conflicts_total"))
+		}
+	}
+	if len(out) == 0 {
+		return "none"
+	}
+	return strings.Join(out, ", ")
 }
 
 func benchCount(env string, def int) int {
