@@ -99,6 +99,14 @@ var tenantActions = []tenantAction{
 		target, err := tn.editQuota(ctx)
 		return "quota", target, err
 	}},
+	{kind: "capacity", weight: 1, do: func(ctx context.Context, tn *tenant, _ *sandboxv1.Sandbox) (string, string, error) {
+		target, err := tn.editCapacity(ctx, false)
+		return "capacity", target, err
+	}},
+	{kind: "capacity-tight", do: func(ctx context.Context, tn *tenant, _ *sandboxv1.Sandbox) (string, string, error) {
+		target, err := tn.editCapacity(ctx, true)
+		return "capacity-tight", target, err
+	}},
 	{kind: "policy", weight: 1, do: func(ctx context.Context, tn *tenant, _ *sandboxv1.Sandbox) (string, string, error) {
 		kind, err := tn.policy(ctx)
 		return kind, tn.r.w.ns, err

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/api/resource"
 
 	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
 )
@@ -16,32 +15,45 @@ import (
 // The tenant mode's invariants, checked on each sample.
 
 // checkQuota: what runs never takes more than the quota's hard amounts (a
-// pool member's memory counts, claimed or not). A lowered hard amount evicts
-// nothing: what ran when it changed (or was being made, quotaSettle after)
-// may go on running, nothing more is admitted until what runs fits.
+// pool member's memory counts, claimed or not; Sandboxes count, members not).
 func (tn *tenant) checkQuota(cs []tenantContainer) {
-	var mem int64
+	mem, sbs, _ := runningTotals(cs)
+	tn.mu.Lock()
+	msg := tn.quota.excess(mem, sbs, "Sandboxes")
+	tn.mu.Unlock()
+	if msg != "" {
+		tn.r.violate(invQuota, msg)
+	}
+}
+
+// checkHost: what runs on the run's host never takes more than its capacity:
+// memory, and Sandboxes and unclaimed pool members together.
+func (tn *tenant) checkHost(cs []tenantContainer) {
+	mem, sbs, members := runningTotals(cs)
+	tn.mu.Lock()
+	msg := tn.capacity.excess(mem, sbs+members, "Sandboxes and pool members")
+	tn.mu.Unlock()
+	if msg != "" {
+		tn.r.violate(invHost, tn.r.w.host+": "+msg)
+	}
+}
+
+// runningTotals sums the memory of cs's running containers, and counts the
+// Sandboxes they serve and the unclaimed pool members among them.
+func runningTotals(cs []tenantContainer) (mem int64, sandboxes, members int) {
 	uids := map[string]bool{}
 	for _, c := range cs {
-		if c.running {
-			mem += c.memory
+		if !c.running {
+			continue
 		}
-		if c.running && c.uid != "" {
+		mem += c.memory
+		if c.uid == "" {
+			members++
+		} else {
 			uids[c.uid] = true
 		}
 	}
-	tn.mu.Lock()
-	q := &tn.quota
-	if time.Since(q.changed) < quotaSettle {
-		q.keptMemory, q.keptSandboxes = max(q.keptMemory, mem), max(q.keptSandboxes, len(uids))
-	}
-	limitMem, limitSbs := max(q.memory.Value(), q.keptMemory), max(q.sandboxes, q.keptSandboxes)
-	hard := fmt.Sprintf("hard %s and %d", q.memory.String(), q.sandboxes)
-	tn.mu.Unlock()
-	if mem > limitMem || len(uids) > limitSbs {
-		tn.r.violate(invQuota, fmt.Sprintf("%s of memory in %d Sandboxes running, %s (allowed now, with what ran when it last changed: %s and %d)",
-			resource.NewQuantity(mem, resource.BinarySI), len(uids), hard, resource.NewQuantity(limitMem, resource.BinarySI), limitSbs))
-	}
+	return mem, len(uids), members
 }
 
 // checkDeadReady: a Sandbox Ready for longer than the bound while a service

@@ -16,9 +16,10 @@ import (
 )
 
 // The operator's actions among the tenant's: the host cordoned and
-// uncordoned, the namespace's SandboxPolicy made, changed and deleted, its
-// SandboxQuota's hard amounts lowered and raised. They
-// act with the suite's admin; what runs stays through each of them.
+// uncordoned, its capacity set, lowered, raised and unset, the namespace's
+// SandboxPolicy made, changed and deleted, its SandboxQuota's hard amounts
+// lowered and raised. They act with the suite's admin; what runs stays
+// through each of them.
 
 // cordon cordons the run's Docker host, or uncordons it.
 func (tn *tenant) cordon(ctx context.Context, on bool) error {
@@ -83,18 +84,41 @@ func (tn *tenant) labelNamespace(ctx context.Context) error {
 	return tn.r.h.k8s.Update(ctx, ns)
 }
 
-// quotaSettle is how long after a change of the quota's hard amounts what
-// was admitted before it may still start (a create in flight).
+// quotaSettle is how long after a change of a quota's hard amounts (or a
+// host's capacity) what was admitted before it may still start (a create in
+// flight).
 const quotaSettle = 15 * time.Second
 
-// tenantQuota is the hard amounts in force, since when, and what ran in the
-// quotaSettle after their last change (admitted before it: kept).
-type tenantQuota struct {
-	memory        resource.Quantity
-	sandboxes     int
-	changed       time.Time
-	keptMemory    int64
-	keptSandboxes int
+// tenantLimit is a limit in force (a quota's hard amounts, a host's
+// capacity; unset: none), since when, and what ran in the quotaSettle after
+// its last change (admitted before it: kept).
+type tenantLimit struct {
+	set        bool
+	memory     resource.Quantity
+	units      int
+	changed    time.Time
+	keptMemory int64
+	keptUnits  int
+}
+
+// excess says how mem and units running exceed l ("": they do not). A
+// lowered limit evicts nothing: what ran when it changed (or was being made,
+// quotaSettle after) may go on running; nothing more is admitted until what
+// runs fits. Callers hold tn.mu.
+func (l *tenantLimit) excess(mem int64, units int, what string) string {
+	if !l.set {
+		return ""
+	}
+	if time.Since(l.changed) < quotaSettle {
+		l.keptMemory, l.keptUnits = max(l.keptMemory, mem), max(l.keptUnits, units)
+	}
+	limitMem, limitUnits := max(l.memory.Value(), l.keptMemory), max(l.units, l.keptUnits)
+	if mem <= limitMem && units <= limitUnits {
+		return ""
+	}
+	return fmt.Sprintf("%s of memory in %d %s running, %s and %d allowed (now, with what ran when it last changed: %s and %d)",
+		resource.NewQuantity(mem, resource.BinarySI), units, what, l.memory.String(), l.units,
+		resource.NewQuantity(limitMem, resource.BinarySI), limitUnits)
 }
 
 // editQuota sets the tenant's SandboxQuota's hard memory and Sandboxes at
@@ -115,15 +139,58 @@ func (tn *tenant) editQuota(ctx context.Context) (string, error) {
 	}
 	tn.mu.Lock()
 	defer tn.mu.Unlock()
-	tn.quota = tenantQuota{memory: mem, sandboxes: sbs, changed: time.Now()}
+	tn.quota = tenantLimit{set: true, memory: mem, units: sbs, changed: time.Now()}
 	return target, nil
 }
 
-// restoreOperator leaves the host uncordoned and the namespace without its
-// policy, as the next run expects them.
+// tightCapacity is a capacity of the run's host below its tenant's quota:
+// the host, not the quota, is what holds growth back.
+var tightCapacity = sandboxv1.DockerHostCapacity{Memory: ptr.To(resource.MustParse("1Gi")), Sandboxes: ptr.To(int32(4))}
+
+// editCapacity sets the run's host's capacity (tight: tightCapacity; else at
+// random, or none): lowered, what runs stays; raised, what waits is placed.
+func (tn *tenant) editCapacity(ctx context.Context, tight bool) (string, error) {
+	capacity := &tightCapacity
+	if !tight {
+		capacity = []*sandboxv1.DockerHostCapacity{nil, &tightCapacity,
+			{Memory: ptr.To(resource.MustParse("2Gi")), Sandboxes: ptr.To(int32(6))},
+			{Memory: ptr.To(resource.MustParse("3Gi")), Sandboxes: ptr.To(int32(9))}}[tn.rnd.IntN(4)]
+	}
+	target := tn.r.w.host + " to none"
+	if capacity != nil {
+		target = fmt.Sprintf("%s to %s and %d", tn.r.w.host, capacity.Memory.String(), *capacity.Sandboxes)
+	}
+	if err := tn.setCapacity(ctx, capacity); err != nil {
+		return target, err
+	}
+	tn.mu.Lock()
+	defer tn.mu.Unlock()
+	tn.capacity = tenantLimit{changed: time.Now()}
+	if capacity != nil {
+		tn.capacity = tenantLimit{set: true, memory: *capacity.Memory, units: int(*capacity.Sandboxes), changed: time.Now()}
+	}
+	return target, nil
+}
+
+func (tn *tenant) setCapacity(ctx context.Context, capacity *sandboxv1.DockerHostCapacity) error {
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	h := &sandboxv1.DockerHost{}
+	if err := tn.r.h.k8s.Get(cctx, client.ObjectKey{Name: tn.r.w.host}, h); err != nil {
+		return err
+	}
+	h.Spec.Capacity = capacity
+	return tn.r.h.k8s.Update(cctx, h)
+}
+
+// restoreOperator leaves the host uncordoned and without a capacity, and the
+// namespace without its policy, as the next run expects them.
 func (tn *tenant) restoreOperator(ctx context.Context) {
 	if err := tn.cordon(ctx, false); err != nil {
 		tn.r.t.Logf("uncordoning %s: %v", tn.r.w.host, err)
+	}
+	if err := tn.setCapacity(ctx, nil); err != nil {
+		tn.r.t.Logf("unsetting %s's capacity: %v", tn.r.w.host, err)
 	}
 	p := &sandboxv1.SandboxPolicy{ObjectMeta: metav1.ObjectMeta{Name: tn.r.w.ns}}
 	if err := tn.r.h.k8s.Delete(ctx, p); client.IgnoreNotFound(err) != nil {

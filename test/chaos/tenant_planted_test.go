@@ -19,6 +19,9 @@ var tenantPlanted = []tenantPlant{
 	// Growth judged once: a Sandbox grown past what its quota has room for
 	// is made as it asks.
 	{bug: chaosplant.GrowthUnjudged, invariant: invQuota, kinds: []string{"create", "memory", "services"}},
+	// The same bug past the host's capacity, set below the quota first.
+	{bug: chaosplant.GrowthUnjudged, label: "host", invariant: invHost, first: []string{"capacity-tight"},
+		kinds: []string{"create", "memory", "services"}},
 	// A pass that returns before it observes while the init ConfigMap is
 	// broken leaves a seeded Sandbox Ready with its container removed. Two
 	// seeded Sandboxes are Ready first; nothing mends the ConfigMap.
@@ -40,7 +43,9 @@ var tenantPlanted = []tenantPlant{
 
 type tenantPlant struct {
 	bug, invariant string
-	kinds, first   []string
+	// label tells apart the runs of one bug against different invariants.
+	label        string
+	kinds, first []string
 	// bound is the run's bound (the suite's when 0).
 	bound time.Duration
 	// unguarded: the bug is the API server's admission policies left out;
@@ -48,10 +53,18 @@ type tenantPlant struct {
 	unguarded bool
 }
 
+// name is the plant's bug, and its label when it has one.
+func (c tenantPlant) name() string {
+	if c.label == "" {
+		return c.bug
+	}
+	return c.bug + "-" + c.label
+}
+
 // run runs the planted build under the plant's actions until the invariant
 // it breaks is violated, which must happen.
 func (c tenantPlant) run(t *testing.T, h *harness) {
-	s := settings{name: "tenant-plant-" + c.bug, seed: seed(), bound: cmp.Or(c.bound, bound()), plant: c.bug, stopOn: []string{c.invariant}}
+	s := settings{name: "tenant-plant-" + c.name(), seed: seed(), bound: cmp.Or(c.bound, bound()), plant: c.bug, stopOn: []string{c.invariant}}
 	if c.unguarded {
 		s.plant = ""
 	}

@@ -25,13 +25,14 @@ import (
 // replicas change, their init ConfigMap given a key no engine runs, a slow
 // script, a key removed or the ConfigMap deleted, a service's container
 // removed out of band, finalizers stripped; and the operator's (cordons,
-// policies, quota changes: tenant_operator_test.go). A sampler checks the
+// policies, quota and capacity changes: tenant_operator_test.go). A sampler checks the
 // invariants the whole time, not only between actions.
 //
 //	CHAOS_TENANT_ACTIONS=200 go test ./test/chaos -run 'TestChaosTenant$' -v
 
 const (
 	invQuota     = "never more memory or Sandboxes running than the quota allows"
+	invHost      = "never more memory, Sandboxes and members running than the host allows"
 	invDeadReady = "never Ready=True beyond the bound on a service with no running container"
 	invGone      = "every deleted Sandbox gone within the bound"
 )
@@ -78,14 +79,14 @@ func TestChaosTenant(t *testing.T) {
 		}
 	})
 	for _, c := range tenantPlanted {
-		t.Run("planted/"+c.bug, func(t *testing.T) { c.run(t, h) })
+		t.Run("planted/"+c.name(), func(t *testing.T) { c.run(t, h) })
 	}
 }
 
 func newTenant(r *run, kinds, first []string) *tenant {
 	return &tenant{r: r, rnd: rand.New(rand.NewPCG(r.s.seed, 3)), kinds: kinds, first: first,
 		deleted: map[string]time.Time{}, deadSince: map[string]time.Time{}, passes: make([]passCounts, len(r.mgrs)),
-		quota: tenantQuota{memory: resource.MustParse(tenantQuotaMemory), sandboxes: tenantQuotaSandboxes}}
+		quota: tenantLimit{set: true, memory: resource.MustParse(tenantQuotaMemory), units: tenantQuotaSandboxes}}
 }
 
 // prelude takes tn.first's actions and waits, at most the run's bound, until
@@ -130,8 +131,9 @@ type tenant struct {
 	lastErr         error
 	// passes: each manager's pass counts at the last look.
 	passes []passCounts
-	// quota: the hard amounts in force (editQuota).
-	quota tenantQuota
+	// quota: the hard amounts in force (editQuota); capacity: the run's
+	// host's (editCapacity).
+	quota, capacity tenantLimit
 }
 
 // execute makes the quota and the init ConfigMap, takes n actions with the
@@ -238,6 +240,7 @@ func (tn *tenant) sampleOnce(ctx context.Context, last bool) {
 		return
 	}
 	tn.checkQuota(cs)
+	tn.checkHost(cs)
 	tn.checkDeadReady(sbs, cs)
 	tn.checkGone(sbs, last)
 	tn.checkPasses(ctx)
