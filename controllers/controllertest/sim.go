@@ -30,6 +30,9 @@ type EngineSim struct {
 	crash map[string]crash
 	// leak makes psql answer with an error that quotes the password it was given.
 	leak bool
+	// accept is how long each container's postgres takes to accept a
+	// connection, by container name (SlowAccept).
+	accept map[string]time.Duration
 	// inflight counts concurrent creates and execs; peak keeps the most seen at once.
 	inflight, peak map[string]int
 	// data is each container's simulated data (sim_data.go).
@@ -237,6 +240,9 @@ func (s *EngineSim) psql(c dd.Container, password string, spec dd.ExecSpec) dd.E
 	defer s.mu.Unlock()
 	if s.leak {
 		return dd.ExecResult{ExitCode: 2, Stderr: "FATAL: odd tool quoting its password " + spec.Env["PGPASSWORD"]}
+	}
+	if res, ok := s.gaveUp(c, spec); ok {
+		return res
 	}
 	if spec.Env["PGPASSWORD"] != password || password == "" {
 		return denied

@@ -30,4 +30,25 @@ var _ = Describe("A probe slower than its bound", func() {
 		Eventually(ct.Condition(sb, sandboxv1.ConditionReady)).WithTimeout(2 * time.Minute).Should(Equal("True/Ready"))
 		Expect(host.StepsStarted("probe")).To(BeNumerically(">=", 1))
 	})
+
+	// A starved postgres takes seconds to fork a backend and log a client in:
+	// a probe that gives up connecting long before its own bound never sees
+	// it answer (CI: a 3 s connect timeout inside a 40 s probe, beside a
+	// build, failed for 5 minutes).
+	It("waits for a slow postgres to accept the probe's connection, inline and beside the pass", func() {
+		host := ct.NewHost()
+		ns := ct.NewNamespace()
+		ct.StartManagerWith(env.Config, host, ct.Setup{Options: ct.TestOptions(), HostIdentitySettle: time.Millisecond})
+		inline := ct.NewSandbox(ns, "accept-inline", "accept-inline-1", "postgres")
+		DeferCleanup(host.SlowAccept("roboco-sandbox-pg-accept-inline-1", 5*time.Second))
+		beside := ct.NewSandbox(ns, "accept-beside", "accept-beside-1", "postgres")
+		DeferCleanup(host.SlowAccept("roboco-sandbox-pg-accept-beside-1", 20*time.Second))
+		DeferCleanup(host.OnExec(fake.ExecRule{Container: "roboco-sandbox-pg-accept-beside-1", Command: "psql", Delay: 12 * time.Second}))
+		Expect(k8sClient.Create(ctx, inline)).To(Succeed())
+		Expect(k8sClient.Create(ctx, beside)).To(Succeed())
+
+		Eventually(ct.Condition(inline, sandboxv1.ConditionReady)).WithTimeout(time.Minute).Should(Equal("True/Ready"))
+		Eventually(ct.Condition(beside, sandboxv1.ConditionReady)).WithTimeout(2*time.Minute).Should(Equal("True/Ready"),
+			ct.ConditionMessage(beside, sandboxv1.ConditionReady))
+	})
 })

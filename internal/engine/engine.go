@@ -12,6 +12,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -116,6 +117,31 @@ type Step struct {
 	Timeout time.Duration
 	// Expect, when set, must appear in stdout for the step to count as passed.
 	Expect string
+	// ConnectEnv names the variable of Env that bounds the command's
+	// connection, in seconds (""; none): set from Timeout (Within), so that a
+	// service slow to accept (a starved host) has most of the step's bound,
+	// not a fixed few seconds of it.
+	ConnectEnv string
+}
+
+// connectMargin is what a step's bound keeps beyond its connection's: the
+// command's own work once connected.
+const connectMargin = 2 * time.Second
+
+// Within is s bounded by d, its connection (ConnectEnv) by d less
+// connectMargin (at least a second).
+func (s Step) Within(d time.Duration) Step {
+	s.Timeout = d
+	if s.ConnectEnv == "" {
+		return s
+	}
+	env := make(map[string]string, len(s.Env)+1)
+	for k, v := range s.Env {
+		env[k] = v
+	}
+	env[s.ConnectEnv] = strconv.Itoa(max(1, int((d - connectMargin).Seconds())))
+	s.Env = env
+	return s
 }
 
 // Passed says whether a run of the step with this exit code and stdout succeeded.

@@ -137,10 +137,10 @@ func (p postgres) psql(password, addr, sql, expect string) Step {
 	return Step{
 		Argv: []string{"psql", "-X", "-q", "-tA", "-v", "ON_ERROR_STOP=1",
 			"-h", addr, "-p", strconv.Itoa(p.Port()), "-U", postgresUser, "-d", postgresDB, "-c", sql},
-		Env:     map[string]string{"PGPASSWORD": password, "PGCONNECT_TIMEOUT": "3"},
-		Timeout: 10 * time.Second,
-		Expect:  expect,
-	}
+		Env:        map[string]string{"PGPASSWORD": password},
+		ConnectEnv: "PGCONNECT_TIMEOUT",
+		Expect:     expect,
+	}.Within(10 * time.Second)
 }
 
 // Init runs a .sql script with psql as the published user in its database,

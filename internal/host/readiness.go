@@ -54,8 +54,7 @@ func (h *Host) Probe(ctx context.Context, svc Service, c dd.Container, addr stri
 func (h *Host) probeBeside(ctx context.Context, svc Service, c dd.Container, addr string) Probing {
 	es := svc.Engine.Probe(svc.Password, addr)
 	inline := es.Timeout
-	es = es.Checked()
-	es.Timeout = slowProbeBound * inline
+	es = es.Checked().Within(slowProbeBound * inline)
 	s := engineStep("probe", es)
 	st, err := h.runStep(ctx, c.ID, s)
 	switch {
