@@ -23,13 +23,18 @@ import (
 
 // cordon cordons the run's Docker host, or uncordons it.
 func (tn *tenant) cordon(ctx context.Context, on bool) error {
+	return tn.editHost(ctx, func(s *sandboxv1.DockerHostSpec) { s.Unschedulable = on })
+}
+
+// editHost changes the run's Docker host's spec.
+func (tn *tenant) editHost(ctx context.Context, edit func(*sandboxv1.DockerHostSpec)) error {
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	h := &sandboxv1.DockerHost{}
 	if err := tn.r.h.k8s.Get(cctx, client.ObjectKey{Name: tn.r.w.host}, h); err != nil {
 		return err
 	}
-	h.Spec.Unschedulable = on
+	edit(&h.Spec)
 	return tn.r.h.k8s.Update(cctx, h)
 }
 
@@ -173,14 +178,7 @@ func (tn *tenant) editCapacity(ctx context.Context, tight bool) (string, error) 
 }
 
 func (tn *tenant) setCapacity(ctx context.Context, capacity *sandboxv1.DockerHostCapacity) error {
-	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	h := &sandboxv1.DockerHost{}
-	if err := tn.r.h.k8s.Get(cctx, client.ObjectKey{Name: tn.r.w.host}, h); err != nil {
-		return err
-	}
-	h.Spec.Capacity = capacity
-	return tn.r.h.k8s.Update(cctx, h)
+	return tn.editHost(ctx, func(s *sandboxv1.DockerHostSpec) { s.Capacity = capacity })
 }
 
 // restoreOperator leaves the host uncordoned and without a capacity, and the
