@@ -3,7 +3,6 @@ package controllertest
 import (
 	"context"
 	"errors"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -232,39 +231,6 @@ func (s *EngineSim) redisPassword(c dd.Container) string {
 	first, _, _ := strings.Cut(s.secret(c, c.Cmd[1]), "\n")
 	pw, _ := strings.CutPrefix(first, "requirepass ")
 	return pw
-}
-
-// psql answers the probe, CREATE EXTENSION and the extension list for c.
-func (s *EngineSim) psql(c dd.Container, password string, spec dd.ExecSpec) dd.ExecResult {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.leak {
-		return dd.ExecResult{ExitCode: 2, Stderr: "FATAL: odd tool quoting its password " + spec.Env["PGPASSWORD"]}
-	}
-	if res, ok := s.gaveUp(c, spec); ok {
-		return res
-	}
-	if spec.Env["PGPASSWORD"] != password || password == "" {
-		return denied
-	}
-	sql := spec.Cmd[len(spec.Cmd)-1]
-	switch {
-	case sql == "SELECT 1":
-		return dd.ExecResult{Stdout: "1\n"}
-	case strings.HasPrefix(sql, "CREATE EXTENSION"):
-		for _, stmt := range strings.Split(sql, ";") {
-			if name, ok := strings.CutPrefix(strings.TrimSpace(stmt), `CREATE EXTENSION IF NOT EXISTS "`); ok {
-				name = strings.TrimSuffix(name, `"`)
-				if !s.broken[name] && !slices.Contains(s.created[c.ID], name) {
-					s.created[c.ID] = append(s.created[c.ID], name)
-				}
-			}
-		}
-		return dd.ExecResult{}
-	case sql == "SELECT extname FROM pg_extension":
-		return dd.ExecResult{Stdout: strings.Join(append([]string{"plpgsql"}, s.created[c.ID]...), "\n") + "\n"}
-	}
-	return dd.ExecResult{}
 }
 
 // redisCLI answers the probe and MODULE LIST for c, checking the password.
