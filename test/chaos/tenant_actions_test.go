@@ -78,6 +78,9 @@ var tenantActions = []tenantAction{
 	{kind: "memory", weight: 4, live: true, do: func(ctx context.Context, tn *tenant, sb *sandboxv1.Sandbox) (string, string, error) {
 		return "memory", sb.Name, tn.edit(ctx, sb, tn.memory)
 	}},
+	{kind: "grow", weight: 1, live: true, do: func(ctx context.Context, tn *tenant, sb *sandboxv1.Sandbox) (string, string, error) {
+		return "grow", sb.Name, tn.edit(ctx, sb, grow)
+	}},
 	{kind: "services", weight: 3, live: true, do: func(ctx context.Context, tn *tenant, sb *sandboxv1.Sandbox) (string, string, error) {
 		return "services", sb.Name, tn.edit(ctx, sb, tn.services)
 	}},
@@ -197,6 +200,23 @@ func (tn *tenant) edit(ctx context.Context, sb *sandboxv1.Sandbox, change func(*
 func (tn *tenant) memory(s *sandboxv1.SandboxSpec) {
 	i := tn.rnd.IntN(len(s.Services))
 	s.Services[i].Resources = &sandboxv1.ServiceResources{Memory: ptr.To(resource.MustParse(tenantMemories[tn.rnd.IntN(len(tenantMemories))]))}
+}
+
+// grow makes a Sandbox take more: a service's memory limit to the largest
+// the tenant asks, or, when both are there already, the engine a
+// one-service Sandbox lacks, at that limit (a Sandbox at its most is left).
+func grow(s *sandboxv1.SandboxSpec) {
+	most := resource.MustParse(tenantMemories[len(tenantMemories)-1])
+	for i, svc := range s.Services {
+		if svc.Resources == nil || svc.Resources.Memory == nil || svc.Resources.Memory.Cmp(most) < 0 {
+			s.Services[i].Resources = &sandboxv1.ServiceResources{Memory: &most}
+			return
+		}
+	}
+	if len(s.Services) == 1 {
+		other := map[sandboxv1.Engine]sandboxv1.Engine{"redis": "postgres", "postgres": "redis"}[s.Services[0].Engine]
+		s.Services = append(s.Services, sandboxv1.ServiceSpec{Engine: other, Resources: &sandboxv1.ServiceResources{Memory: &most}})
+	}
 }
 
 // services adds the engine a one-service Sandbox lacks, or drops one of two.
