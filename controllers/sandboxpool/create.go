@@ -83,7 +83,7 @@ func (p *Reconciler) createMember(ctx context.Context, pool *sandboxv1.SandboxPo
 
 // offer hands the ready members to claims, oldest first.
 func (p *Reconciler) offer(epoch uint64, pool *sandboxv1.SandboxPool, class host.Service, key []byte, ms poolMembers) {
-	ready := slices.Clone(ms.ready)
+	ready := append(slices.Clone(ms.ready), ms.offeredClaimed...)
 	slices.SortFunc(ready, func(a, b dd.ContainerSummary) int { return a.CreatedAt.Compare(b.CreatedAt) })
 	offered := make([]host.Member, 0, len(ready))
 	for _, c := range ready {

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
+	"github.com/roboco-sandbox/sandbox-controller/internal/chaosplant"
 	dd "github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver"
 	"github.com/roboco-sandbox/sandbox-controller/internal/host"
 	"github.com/roboco-sandbox/sandbox-controller/internal/index"
@@ -30,6 +31,9 @@ type poolMembers struct {
 	failed   []error       // creates that failed beside the passes
 	missing  int           // members to make
 	expires  time.Duration // until the next member passes maxAge (0: none)
+	// offeredClaimed: the claimed ones, running, that a planted bug offers
+	// (chaosplant.ClaimedOfferedAgain); none in a normal build.
+	offeredClaimed []dd.ContainerSummary
 }
 
 type unwanted struct {
@@ -74,6 +78,9 @@ func (p *Reconciler) members(ctx context.Context, pool *sandboxv1.SandboxPool, c
 		switch why := p.judgeMember(pool, class, c); {
 		case !host.IsMemberName(c.Name):
 			ms.claimed++
+			if chaosplant.Active(chaosplant.ClaimedOfferedAgain) && c.State == dd.StateRunning {
+				ms.offeredClaimed = append(ms.offeredClaimed, c)
+			}
 		case taken:
 		case why != "":
 			ms.unwanted = append(ms.unwanted, unwanted{c: c, why: why})

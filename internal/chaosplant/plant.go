@@ -44,6 +44,10 @@ const (
 	// TeardownNeedsInit: a deleted Sandbox's teardown reads its init scripts
 	// first, and waits while they cannot be read.
 	TeardownNeedsInit = "teardown-needs-init"
+	// ClaimedOfferedAgain: a pool offers the members claims renamed as well as
+	// its own, and the warm index offers what a claim took, so a member that
+	// serves one Sandbox is claimed by the next: two agents share one store.
+	ClaimedOfferedAgain = "claimed-offered-again"
 )
 
 // Env is the variable a chaos_plant build reads the planted bug's name from.

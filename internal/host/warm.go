@@ -3,6 +3,8 @@ package host
 import (
 	"slices"
 	"sync"
+
+	"github.com/roboco-sandbox/sandbox-controller/internal/chaosplant"
 )
 
 // Member is a started pool member that answered its probe: what a claim takes.
@@ -78,7 +80,9 @@ func (w *Warm) Offer(epoch uint64, poolUID string, ms []Member) {
 	if epoch != w.epoch {
 		return
 	}
-	ms = slices.DeleteFunc(slices.Clone(ms), func(m Member) bool { _, ok := w.taken[m.ID]; return ok })
+	if !chaosplant.Active(chaosplant.ClaimedOfferedAgain) {
+		ms = slices.DeleteFunc(slices.Clone(ms), func(m Member) bool { _, ok := w.taken[m.ID]; return ok })
+	}
 	if len(ms) == 0 {
 		delete(w.free, poolUID)
 		return

@@ -62,11 +62,19 @@ type tenantAction struct {
 
 var tenantActions = []tenantAction{
 	{kind: "create", weight: 4, do: func(ctx context.Context, tn *tenant, _ *sandboxv1.Sandbox) (string, string, error) {
-		return "create", "", tn.create(ctx, false)
+		return "create", "", tn.create(ctx, "")
 	}},
 	// Only as a planted run's first action (weight 0).
 	{kind: "create-seeded", do: func(ctx context.Context, tn *tenant, _ *sandboxv1.Sandbox) (string, string, error) {
-		return "create-seeded", "", tn.create(ctx, true)
+		return "create-seeded", "", tn.create(ctx, "seeded")
+	}},
+	{kind: "claim", weight: 1, do: func(ctx context.Context, tn *tenant, _ *sandboxv1.Sandbox) (string, string, error) {
+		return "claim", "", tn.create(ctx, "claim")
+	}},
+	// An orchestrator that keeps as many agents as its quota allows: the
+	// oldest goes when the quota is full, else a new one claims.
+	{kind: "turnover", weight: 1, do: func(ctx context.Context, tn *tenant, _ *sandboxv1.Sandbox) (string, string, error) {
+		return tn.turnover(ctx)
 	}},
 	{kind: "delete", weight: 2, live: true, do: func(ctx context.Context, tn *tenant, sb *sandboxv1.Sandbox) (string, string, error) {
 		return "delete", sb.Name, tn.delete(ctx, sb)
@@ -126,9 +134,10 @@ var tenantActions = []tenantAction{
 }
 
 // create makes a Sandbox of one or two services, each with a random memory
-// limit; a redis service is seeded from the tenant's ConfigMap half the time
-// (seeded: a seeded redis, always).
-func (tn *tenant) create(ctx context.Context, seeded bool) error {
+// limit; a redis service is seeded from the tenant's ConfigMap half the time,
+// a redis-only one claims from the tenant's pool half the time. how "seeded":
+// a seeded redis, always; "claim": a claim, always.
+func (tn *tenant) create(ctx context.Context, how string) error {
 	tn.n++
 	sb := &sandboxv1.Sandbox{
 		ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("t-%d", tn.n), Namespace: tn.r.w.ns},
@@ -142,17 +151,31 @@ func (tn *tenant) create(ctx context.Context, seeded bool) error {
 		sb.Spec.Services = append(sb.Spec.Services, tn.service(e))
 	}
 	switch {
-	case seeded:
+	case how == "seeded":
 		sb.Spec.Services = []sandboxv1.ServiceSpec{tn.service("redis")}
 		sb.Spec.Services[0].Init = &sandboxv1.ServiceInit{ConfigMapRef: &sandboxv1.LocalRef{Name: tenantSeedConfigMap}}
-	case len(engines) == 1 && engines[0] == "redis" && tn.rnd.IntN(2) == 0:
+	case how == "claim" || len(engines) == 1 && engines[0] == "redis" && tn.rnd.IntN(2) == 0:
 		// A claim from the tenant's pool when it has a member ready.
-		sb.Spec.Services[0] = tenantPool().Spec.Service
+		sb.Spec.Services = []sandboxv1.ServiceSpec{tenantPool().Spec.Service}
 		sb.Spec.Pools = &sandboxv1.PoolSelection{Policy: sandboxv1.PoolPolicyAuto}
 	}
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	return tn.k8s.Create(cctx, sb)
+}
+
+// turnover deletes the oldest live Sandbox when as many live as the quota
+// allows, else makes one that claims.
+func (tn *tenant) turnover(ctx context.Context) (string, string, error) {
+	live, err := tn.live(ctx)
+	if err != nil {
+		return "turnover", "", err
+	}
+	slices.SortFunc(live, func(a, b *sandboxv1.Sandbox) int { return a.CreationTimestamp.Compare(b.CreationTimestamp.Time) })
+	if len(live) >= tenantQuotaSandboxes {
+		return "turnover-delete", live[0].Name, tn.delete(ctx, live[0])
+	}
+	return "turnover-claim", "", tn.create(ctx, "claim")
 }
 
 // service is a service of engine with a random memory limit (a redis one

@@ -39,6 +39,11 @@ var tenantPlanted = []tenantPlant{
 	// pass may take.
 	{bug: chaosplant.StepAwaited, invariant: invPassWaits, first: []string{"seed-slow", "create-seeded"},
 		kinds: []string{"create", "delete"}},
+	// A pool that offers the members claims renamed (and an index that
+	// offers what a claim took) hands a member serving one Sandbox to the
+	// next claim: its agent reads the first's marker. Only turnovers: every
+	// new Sandbox claims, and the oldest goes when the quota is full.
+	{bug: chaosplant.ClaimedOfferedAgain, invariant: invGiven, kinds: []string{"turnover"}},
 	// Not a manager bug: a deployment without config/default's admission
 	// policies lets a tenant strip the teardown finalizer.
 	{bug: "no-finalizer-guard", unguarded: true, invariant: invStrip, kinds: []string{"create", "strip-finalizer"}},

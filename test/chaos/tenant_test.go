@@ -19,7 +19,8 @@ import (
 )
 
 // The tenant-input chaos: what tenants do to their own objects, at random
-// (seeded), under a SandboxQuota: Sandboxes made and deleted (an agentID
+// (seeded), under a SandboxQuota: Sandboxes made (claims among them) and
+// deleted (an orchestrator's turnover too; an agentID
 // reused at once among them), their memory grown and shrunk, services added
 // and dropped, networks moved, data requests, claims from a pool whose
 // replicas change, their init ConfigMap given a key no engine runs, a slow
