@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"slices"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 )
@@ -22,7 +24,8 @@ const invPassWaits = "no pass waits on a container step"
 const passLimit = 60.0
 
 // passCounts is what a manager's metrics say of its passes so far.
-type passCounts struct{ awaited, long float64 }
+// sandbox counts the Sandbox controller's passes.
+type passCounts struct{ awaited, long, sandbox float64 }
 
 // freeLoopback is a loopback address no listener holds now, for a manager's
 // metrics.
@@ -66,6 +69,11 @@ func (m *manager) passCounts(ctx context.Context) (passCounts, error) {
 			}
 		}
 		c.long += float64(h.GetSampleCount()) - within
+	}
+	for _, mt := range mfs["controller_runtime_reconcile_total"].GetMetric() {
+		if slices.ContainsFunc(mt.GetLabel(), func(l *dto.LabelPair) bool { return l.GetName() == "controller" && l.GetValue() == "sandbox" }) {
+			c.sandbox += mt.GetCounter().GetValue()
+		}
 	}
 	return c, nil
 }

@@ -25,11 +25,13 @@ var tenantPlanted = []tenantPlant{
 		kinds: []string{"create", "grow"}},
 	// A pass that returns before it observes while the init ConfigMap is
 	// broken leaves a seeded Sandbox Ready with its container removed. Two
-	// seeded Sandboxes are Ready first; nothing mends the ConfigMap, and no
-	// other Sandbox is made, so most removals hit a seeded one (the rest,
-	// the pool's member).
-	{bug: chaosplant.ObserveStopsOnBadInit, invariant: invDeadReady, first: []string{"create-seeded", "create-seeded"},
-		kinds: []string{"seed-bad-key", "remove-container"}},
+	// seeded Sandboxes are Ready, then the ConfigMap broken, and the passes
+	// read it, before any removal (one that came first would be made again
+	// and never Ready, under load); nothing mends it, and no other Sandbox
+	// is made, so most removals hit a seeded one (the rest, the pool's member).
+	{bug: chaosplant.ObserveStopsOnBadInit, invariant: invDeadReady,
+		first: []string{"create-seeded", "create-seeded", awaitReady, "seed-bad-key", awaitPasses},
+		kinds: []string{"remove-container"}},
 	// A teardown that reads the init scripts first wedges a seeded Sandbox's
 	// deletion while they are broken (and no action mends them).
 	{bug: chaosplant.TeardownNeedsInit, invariant: invGone, first: []string{"create-seeded", "create-seeded"},

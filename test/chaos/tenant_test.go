@@ -90,21 +90,6 @@ func newTenant(r *run, kinds, first []string) *tenant {
 		quota: tenantLimit{set: true, memory: resource.MustParse(tenantQuotaMemory), units: tenantQuotaSandboxes}}
 }
 
-// prelude takes tn.first's actions and waits, at most the run's bound, until
-// every Sandbox is Ready.
-func (tn *tenant) prelude(ctx context.Context) {
-	for _, kind := range tn.first {
-		kind, target, err := tn.act(ctx, kind)
-		tn.done[kind]++
-		tn.r.t.Logf("first action: %s %s%s", kind, target, errNote(err))
-	}
-	for end := time.Now().Add(tn.r.s.bound); len(tn.first) > 0 && time.Now().Before(end); sleep(ctx, time.Second) {
-		if live, err := tn.live(ctx); err == nil && !slices.ContainsFunc(live, func(sb *sandboxv1.Sandbox) bool { return !ready(sb) }) {
-			return
-		}
-	}
-}
-
 // tenant is one tenant's objects in the run's namespace, and what it did.
 type tenant struct {
 	r   *run
