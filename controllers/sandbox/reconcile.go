@@ -19,6 +19,7 @@ import (
 
 	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
 	"github.com/roboco-sandbox/sandbox-controller/controllers/sandbox/lifetime"
+	dd "github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver"
 	"github.com/roboco-sandbox/sandbox-controller/internal/kit"
 )
 
@@ -32,7 +33,8 @@ type phase func(ctx context.Context, p *pass) (result ctrl.Result, goOn bool, er
 // lifetime is judged has written what it had, any later one has what the pass
 // learned published (close).
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	ctx, p, err := r.begin(ctx, req)
+	// Note: once bindHost proved the host, the pass's Docker calls reach that dial only.
+	ctx, p, err := r.begin(dd.WithProof(ctx), req)
 	if p == nil {
 		return ctrl.Result{}, err
 	}

@@ -19,6 +19,7 @@ import (
 	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
 	"github.com/roboco-sandbox/sandbox-controller/internal/admission"
 	"github.com/roboco-sandbox/sandbox-controller/internal/class"
+	dd "github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver"
 	"github.com/roboco-sandbox/sandbox-controller/internal/host"
 	"github.com/roboco-sandbox/sandbox-controller/internal/index"
 	"github.com/roboco-sandbox/sandbox-controller/internal/kit"
@@ -70,7 +71,8 @@ type Reconciler struct {
 // Reconcile: the class, the members as they are, then removals, probes and
 // creations, then the offer and the status.
 func (p *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	result, err := p.reconcile(ctx, req)
+	// Note: once onHost proved the host, the pass's Docker calls reach that dial only.
+	result, err := p.reconcile(dd.WithProof(ctx), req)
 	if p.Observe != nil {
 		p.Observe(req, result, err)
 	}

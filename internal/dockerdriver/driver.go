@@ -121,6 +121,10 @@ type HostIdentity struct {
 	DaemonID string
 	// Name is the daemon's host name.
 	Name string
+	// Dial is which dial of the host's endpoint answered: a Switch counts its
+	// re-dials (0 for a driver dialled once). A pass's proof holds for that
+	// dial only (WithProof).
+	Dial uint64
 }
 
 // PullProgress is a snapshot of one (possibly shared) image pull.

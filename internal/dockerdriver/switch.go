@@ -15,30 +15,48 @@ import (
 // (EventLost, then EventResync once they follow the new driver), so that their
 // consumers re-list and the host's identity is proven again.
 type Switch struct {
-	cur atomic.Pointer[Driver]
+	cur atomic.Pointer[dialled]
 
 	mu sync.Mutex
 	// swapped is closed at the next Swap.
 	swapped chan struct{}
 }
 
+// dialled is one dial's driver; n counts the dials before it.
+type dialled struct {
+	d Driver
+	n uint64
+}
+
 // NewSwitch forwards to d until the first Swap.
 func NewSwitch(d Driver) *Switch {
 	s := &Switch{swapped: make(chan struct{})}
-	s.cur.Store(&d)
+	s.cur.Store(&dialled{d: d})
 	return s
 }
 
-func (s *Switch) get() Driver { return *s.cur.Load() }
+func (s *Switch) get() Driver { return s.cur.Load().d }
+
+// at is the driver for a call of ctx: refused when ctx's pass proved an
+// earlier dial (WithProof). The dial is read once: a call that races a Swap
+// reaches the closed driver of its proof, never the new one.
+func (s *Switch) at(ctx context.Context, op, ref string) (Driver, error) {
+	cur := s.cur.Load()
+	if n, ok := provenDial(ctx); ok && n != cur.n {
+		return nil, NewError(op, ref, ErrUnavailable, errRedialled)
+	}
+	return cur.d, nil
+}
 
 // Swap makes d the driver and closes the one before.
 func (s *Switch) Swap(d Driver) {
 	s.mu.Lock()
-	old := s.cur.Swap(&d)
+	old := s.cur.Load()
+	s.cur.Store(&dialled{d: d, n: old.n + 1})
 	close(s.swapped)
 	s.swapped = make(chan struct{})
 	s.mu.Unlock()
-	if c, ok := (*old).(io.Closer); ok {
+	if c, ok := old.d.(io.Closer); ok {
 		_ = c.Close()
 	}
 }
@@ -107,43 +125,3 @@ func forward(ctx context.Context, in <-chan Event, out chan<- Event, swapped <-c
 	}
 }
 
-func (s *Switch) Ping(ctx context.Context) (ServerInfo, error) { return s.get().Ping(ctx) }
-func (s *Switch) HostIdentity(ctx context.Context) (HostIdentity, error) {
-	return s.get().HostIdentity(ctx)
-}
-func (s *Switch) PlantHostIdentity(ctx context.Context, id string) error {
-	return s.get().PlantHostIdentity(ctx, id)
-}
-func (s *Switch) ImagePresent(ctx context.Context, ref string) (bool, error) {
-	return s.get().ImagePresent(ctx, ref)
-}
-func (s *Switch) PullImage(ctx context.Context, ref string, progress func(PullProgress)) error {
-	return s.get().PullImage(ctx, ref, progress)
-}
-func (s *Switch) CreateContainer(ctx context.Context, spec ContainerSpec) (Container, error) {
-	return s.get().CreateContainer(ctx, spec)
-}
-func (s *Switch) Inspect(ctx context.Context, nameOrID string) (Container, error) {
-	return s.get().Inspect(ctx, nameOrID)
-}
-func (s *Switch) List(ctx context.Context, labels map[string]string) ([]ContainerSummary, error) {
-	return s.get().List(ctx, labels)
-}
-func (s *Switch) Exec(ctx context.Context, nameOrID string, spec ExecSpec) (ExecResult, error) {
-	return s.get().Exec(ctx, nameOrID, spec)
-}
-func (s *Switch) PrepareExec(ctx context.Context, nameOrID string, spec ExecSpec) (PreparedExec, error) {
-	return s.get().PrepareExec(ctx, nameOrID, spec)
-}
-func (s *Switch) ExecDetached(ctx context.Context, nameOrID string, spec ExecSpec) (string, error) {
-	return s.get().ExecDetached(ctx, nameOrID, spec)
-}
-func (s *Switch) LogsTail(ctx context.Context, nameOrID string, lines int) (string, error) {
-	return s.get().LogsTail(ctx, nameOrID, lines)
-}
-func (s *Switch) Remove(ctx context.Context, nameOrID string, stopTimeout time.Duration) error {
-	return s.get().Remove(ctx, nameOrID, stopTimeout)
-}
-func (s *Switch) Rename(ctx context.Context, nameOrID, newName string) error {
-	return s.get().Rename(ctx, nameOrID, newName)
-}

@@ -38,7 +38,7 @@ func (h *Host) Ensure(ctx context.Context, svc Service, restarts int32, waiter s
 	spec := svc.Container
 	spec.Labels = maps.Clone(spec.Labels)
 	spec.Labels[LabelRestarts] = strconv.Itoa(int(restarts))
-	cr := h.creates.join(h.pulls.background(), spec, waiter, h.driver.CreateContainer, h.pulls.notify)
+	cr := h.creates.join(dd.CarryProof(h.pulls.background(), ctx), spec, waiter, h.driver.CreateContainer, h.pulls.notify)
 	if !h.creates.await(ctx, cr, InlineCreateWait) {
 		out.Creating = max(time.Since(cr.started), time.Millisecond)
 		return out, nil

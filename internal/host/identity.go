@@ -74,6 +74,7 @@ func (i *Identity) prove(ctx context.Context, maxAge time.Duration) (dd.HostIden
 	i.mu.Lock()
 	defer i.mu.Unlock()
 	if i.proven != nil && (maxAge <= 0 || time.Since(i.at) < maxAge) {
+		dd.SetProof(ctx, i.proven.Dial)
 		return *i.proven, nil
 	}
 	id, err := i.read(ctx)
@@ -82,6 +83,8 @@ func (i *Identity) prove(ctx context.Context, maxAge time.Duration) (dd.HostIden
 		return dd.HostIdentity{}, fmt.Errorf("cannot prove which Docker host this is: %w", err)
 	}
 	i.proven, i.at = &id, time.Now()
+	// Note: ctx's calls (and what they start) now reach this dial only.
+	dd.SetProof(ctx, id.Dial)
 	return id, nil
 }
 

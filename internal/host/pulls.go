@@ -94,7 +94,7 @@ func (p *Pulls) Ensure(ctx context.Context, ref, waiter string) PullState {
 		p.mu.Unlock()
 		return PullState{Present: true}
 	}
-	return p.start(ref, waiter)
+	return p.start(ctx, ref, waiter)
 }
 
 // known answers from a pull in flight or a recent failure, registering waiter.
@@ -113,14 +113,15 @@ func (p *Pulls) known(ref, waiter string) (PullState, bool) {
 	return PullState{}, false
 }
 
-func (p *Pulls) start(ref, waiter string) PullState {
+// start starts the pull, for the proof of the caller's pass (dd.CarryProof).
+func (p *Pulls) start(caller context.Context, ref, waiter string) PullState {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.wait(ref, waiter)
 	if f, ok := p.inflight[ref]; ok {
 		return PullState{Elapsed: time.Since(f.Started()), Progress: f.Last()}
 	}
-	ctx := p.ctx
+	ctx := dd.CarryProof(p.ctx, caller)
 	f, _ := p.group.Join(ref, dd.PullProgress{Ref: ref, Status: "Waiting"}, func(publish func(dd.PullProgress)) error {
 		err := p.driver.PullImage(ctx, ref, publish)
 		p.finish(ref, err)
