@@ -124,4 +124,3 @@ func forward(ctx context.Context, in <-chan Event, out chan<- Event, swapped <-c
 		}
 	}
 }
-
