@@ -87,15 +87,14 @@ func (r *run) handLease(ctx context.Context, c *cycle) error {
 }
 
 // waitReady waits (up to limit) until every live Sandbox is Ready: what the
-// check then finds is its to judge. Each look holds the workload still, as the
-// check does: a Sandbox created between its list and its records would look
-// gone.
+// check then finds is its to judge. It holds the workload still, as the check
+// does: while it churns, some Sandbox is always new and not Ready yet, and the
+// wait ran out its whole limit (5 minutes of a short run's 12).
 func (r *run) waitReady(ctx context.Context, limit time.Duration) {
+	r.w.ops.Lock()
+	defer r.w.ops.Unlock()
 	for deadline := time.Now().Add(limit); time.Now().Before(deadline) && ctx.Err() == nil; {
-		r.w.ops.Lock()
-		st, err := r.look(ctx, r.lost)
-		r.w.ops.Unlock()
-		if err == nil && len(st.notReady) == 0 {
+		if st, err := r.look(ctx, r.lost); err == nil && len(st.notReady) == 0 {
 			return
 		}
 		sleep(ctx, time.Second)
