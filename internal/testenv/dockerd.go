@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -51,10 +52,15 @@ func (d *Dockerd) ExecRootFor(dataRoot string) string {
 func (d *Dockerd) ownerFile() string { return "/run/" + d.Name + ".owner" }
 
 // claim records this test process as the daemon's: StaleDockerds leaves a daemon
-// alone only while that process lives.
+// alone only while that process lives, and, in that process, until Teardown.
 func (d *Dockerd) claim() {
+	live.Store(d.Name, true)
 	_ = os.WriteFile(d.ownerFile(), []byte(strconv.Itoa(os.Getpid())), 0o600)
 }
+
+// live names the daemons this process claimed and has not torn down: a test
+// running in parallel with another of the same process leaves them be.
+var live sync.Map
 
 // CreateBridge makes the bridge the daemon's default network uses (dockerd only
 // creates docker0 by itself).

@@ -42,6 +42,7 @@ func (d *Dockerd) Teardown() {
 	_ = os.Remove(d.Socket)
 	_ = os.Remove(d.PidFile)
 	_ = os.Remove(d.ownerFile())
+	live.Delete(d.Name)
 }
 
 // StaleDockerds are the names of the daemons named prefix* whose test process is
@@ -61,14 +62,24 @@ func StaleDockerds(prefix string) []string {
 	return names
 }
 
-// ownerRuns says whether another test process that started the daemon name runs.
+// ownerRuns says whether the test process that started the daemon name runs:
+// another one, or this one (a parallel test's) when it has not torn it down. A
+// file naming this process's pid but no daemon it claimed is a killed run's,
+// whose pid came round again.
 func ownerRuns(name string) bool {
 	b, err := os.ReadFile("/run/" + name + ".owner")
 	if err != nil {
 		return false
 	}
 	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-	return err == nil && pid != os.Getpid() && syscall.Kill(pid, 0) == nil
+	if err != nil {
+		return false
+	}
+	if pid == os.Getpid() {
+		_, ours := live.Load(name)
+		return ours
+	}
+	return syscall.Kill(pid, 0) == nil
 }
 
 // Shims are the containerd shims (pids) of the daemon whose exec root is

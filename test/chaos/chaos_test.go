@@ -52,6 +52,8 @@ func TestChaos(t *testing.T) {
 	if err != nil || cycles <= 0 {
 		t.Skip("set CHAOS_CYCLES (make test runs a short run, make chaos a long one)")
 	}
+	// Note: beside the tenant run, each on daemons and a control plane of its own.
+	t.Parallel()
 	h := setup(t)
 	long := cycles >= 50
 	faults := allFaults()

@@ -3,8 +3,10 @@ package chaos
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"github.com/roboco-sandbox/sandbox-controller/internal/testenv"
 )
@@ -22,14 +24,36 @@ type daemon struct {
 const stalePrefix = "sbxc-"
 
 func newDaemon(id, logDir string) *daemon {
-	// Note: the bridge's subnet is picked from the id.
+	d := testenv.NewDockerd(stalePrefix+id, "sbxc"+id, subnetFor(id),
+		"/var/lib/sandbox-chaos-"+id, filepath.Join(logDir, "dockerd-"+id+".log"))
+	return &daemon{Dockerd: d, altRoot: d.DataRoot + "-alt"}
+}
+
+// subnets are the bridges' subnets this process gave out: the parallel runs'
+// daemons each need their own.
+var subnets = struct {
+	sync.Mutex
+	taken map[int]bool
+}{taken: map[int]bool{}}
+
+// subnetFor picks the bridge's subnet from the id, skipping those this process
+// gave out and those an interface of the machine uses.
+func subnetFor(id string) string {
 	octet := 0
 	for _, c := range id {
 		octet = (octet*31 + int(c)) % 200
 	}
-	d := testenv.NewDockerd(stalePrefix+id, "sbxc"+id, fmt.Sprintf("10.213.%d.1/24", octet+20),
-		"/var/lib/sandbox-chaos-"+id, filepath.Join(logDir, "dockerd-"+id+".log"))
-	return &daemon{Dockerd: d, altRoot: d.DataRoot + "-alt"}
+	used, _ := exec.Command("ip", "-o", "-4", "addr").Output()
+	subnets.Lock()
+	defer subnets.Unlock()
+	for i := range 200 {
+		o := (octet+i)%200 + 20
+		if !subnets.taken[o] && !strings.Contains(string(used), fmt.Sprintf(" 10.213.%d.", o)) {
+			subnets.taken[o] = true
+			return fmt.Sprintf("10.213.%d.1/24", o)
+		}
+	}
+	return fmt.Sprintf("10.213.%d.1/24", octet+20)
 }
 
 // restart stops dockerd and starts it again on dataRoot.

@@ -62,6 +62,8 @@ func TestChaosTenant(t *testing.T) {
 	if err != nil || n <= 0 {
 		t.Skip("set CHAOS_TENANT_ACTIONS (make test runs a short run, make chaos a long one)")
 	}
+	// Note: beside the fault run, each on daemons and a control plane of its own.
+	t.Parallel()
 	h := setup(t)
 	t.Run("actions", func(t *testing.T) {
 		s := settings{name: "tenant", seed: seed(), bound: bound()}
