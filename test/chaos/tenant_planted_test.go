@@ -10,8 +10,10 @@ import (
 )
 
 // tenantPlantedActions caps a planted bug's run: it stops at the first
-// violation of the invariant it breaks, well before.
-const tenantPlantedActions = 80
+// violation of the invariant it breaks, well before on a quiet machine (the
+// cap costs only a miss's time); beside the fault run and the e2e suite (load
+// 40-70) growth past the quota took 54 actions.
+const tenantPlantedActions = 150
 
 // A planted bug per invariant of the tenant mode, each with the tenant
 // actions that open its window (as TestChaosPlanted gives each bug its fault).
