@@ -60,8 +60,15 @@ func TestChaos(t *testing.T) {
 	if only := os.Getenv("CHAOS_FAULTS"); only != "" {
 		faults = strings.Split(only, ",")
 	}
+	// Note: a short run keeps half a long run's Sandboxes: every path still runs
+	// each cycle, with half the postgres initdbs at once when a fault recreates
+	// them all (a 2-core machine beside a build took over 5 minutes for 8).
+	minLive, maxLive := 4, 6
+	if long {
+		minLive, maxLive = 8, 12
+	}
 	s := settings{name: "chaos", cycles: cycles, seed: seed(), faults: faults,
-		minLive: 8, maxLive: 12, mongo: long, pools: true, replicas: 2, warmup: 15 * time.Second, bound: bound()}
+		minLive: minLive, maxLive: maxLive, mongo: long, pools: true, replicas: 2, warmup: 15 * time.Second, bound: bound()}
 	r := h.newRun(t, s)
 	vs := r.execute(t.Context())
 	r.report()
