@@ -25,6 +25,7 @@ import (
 
 	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
 	"github.com/roboco-sandbox/sandbox-controller/internal/capacity"
+	"github.com/roboco-sandbox/sandbox-controller/internal/chaosplant"
 	dd "github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver"
 	"github.com/roboco-sandbox/sandbox-controller/internal/index"
 	"github.com/roboco-sandbox/sandbox-controller/internal/kit"
@@ -153,7 +154,7 @@ func (r *Reconciler) finalize(ctx context.Context, h *sandboxv1.DockerHost, boun
 	if h.DeletionTimestamp.IsZero() {
 		return false, kit.EnsureFinalizer(ctx, r.Client, h, sandboxv1.DockerHostFinalizer)
 	}
-	if bound > 0 {
+	if bound > 0 && !chaosplant.Active(chaosplant.HostGoesWhileBound) {
 		return false, nil // served until its Sandboxes and pools go
 	}
 	return true, kit.RemoveFinalizer(ctx, r.Client, h, sandboxv1.DockerHostFinalizer)

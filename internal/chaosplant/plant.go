@@ -48,6 +48,10 @@ const (
 	// its own, and the warm index offers what a claim took, so a member that
 	// serves one Sandbox is claimed by the next: two agents share one store.
 	ClaimedOfferedAgain = "claimed-offered-again"
+	// HostGoesWhileBound: a DockerHost being deleted drops its finalizer
+	// whatever is bound to it, so its Sandboxes and pools lose the host that
+	// serves them.
+	HostGoesWhileBound = "host-goes-while-bound"
 )
 
 // Env is the variable a chaos_plant build reads the planted bug's name from.

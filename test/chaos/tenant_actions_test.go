@@ -106,6 +106,9 @@ var tenantActions = []tenantAction{
 		on := tn.rnd.IntN(2) == 0
 		return map[bool]string{true: "cordon", false: "uncordon"}[on], tn.r.w.host, tn.cordon(ctx, on)
 	}},
+	{kind: "host-delete", weight: 1, do: func(ctx context.Context, tn *tenant, _ *sandboxv1.Sandbox) (string, string, error) {
+		return "host-delete", tn.r.w.host, tn.hostDelete(ctx)
+	}},
 	{kind: "quota", weight: 1, do: func(ctx context.Context, tn *tenant, _ *sandboxv1.Sandbox) (string, string, error) {
 		target, err := tn.editQuota(ctx)
 		return "quota", target, err
@@ -287,28 +290,4 @@ func (tn *tenant) data(s *sandboxv1.SandboxSpec) {
 // exist, or back to the default.
 func (tn *tenant) network(s *sandboxv1.SandboxSpec) {
 	s.Network = []string{"", tn.r.instance + "-net", tn.r.instance + "-missing"}[tn.rnd.IntN(3)]
-}
-
-// removeContainer removes a running service container out of band.
-func (tn *tenant) removeContainer(ctx context.Context) (string, error) {
-	sbs, err := tn.r.w.sandboxes(ctx)
-	if err != nil {
-		return "", err
-	}
-	cs, err := tn.r.h.tenantContainers(ctx, tn.r.instance, sbs)
-	if err != nil {
-		return "", err
-	}
-	var running []tenantContainer
-	for _, c := range cs {
-		if c.running {
-			running = append(running, c)
-		}
-	}
-	if len(running) == 0 {
-		return "", nil
-	}
-	c := running[tn.rnd.IntN(len(running))]
-	_, err = tn.r.h.daemon.Docker(ctx, "rm", "-f", c.id)
-	return c.engine + " of " + c.uid, err
 }

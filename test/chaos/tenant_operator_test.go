@@ -195,3 +195,28 @@ func (tn *tenant) restoreOperator(ctx context.Context) {
 		tn.r.t.Logf("deleting the SandboxPolicy: %v", err)
 	}
 }
+
+// removeContainer removes a running service container out of band, as an
+// operator's docker rm does.
+func (tn *tenant) removeContainer(ctx context.Context) (string, error) {
+	sbs, err := tn.r.w.sandboxes(ctx)
+	if err != nil {
+		return "", err
+	}
+	cs, err := tn.r.h.tenantContainers(ctx, tn.r.instance, sbs)
+	if err != nil {
+		return "", err
+	}
+	var running []tenantContainer
+	for _, c := range cs {
+		if c.running {
+			running = append(running, c)
+		}
+	}
+	if len(running) == 0 {
+		return "", nil
+	}
+	c := running[tn.rnd.IntN(len(running))]
+	_, err = tn.r.h.daemon.Docker(ctx, "rm", "-f", c.id)
+	return c.engine + " of " + c.uid, err
+}

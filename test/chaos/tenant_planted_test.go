@@ -48,6 +48,12 @@ var tenantPlanted = []tenantPlant{
 	// next claim: its agent reads the first's marker. Only turnovers: every
 	// new Sandbox claims, and the oldest goes when the quota is full.
 	{bug: chaosplant.ClaimedOfferedAgain, invariant: invGiven, kinds: []string{"turnover"}},
+	// A DockerHost deleted while Sandboxes and a pool run on it goes at once,
+	// and they lose the host that serves them. Two seeded redis Sandboxes
+	// are Ready first (a postgres one the tenant gives too little memory
+	// never is).
+	{bug: chaosplant.HostGoesWhileBound, invariant: invHostBound, first: []string{"create-seeded", "create-seeded", awaitReady},
+		kinds: []string{"host-delete"}},
 	// Not a manager bug: a deployment without config/default's admission
 	// policies lets a tenant strip the teardown finalizer.
 	{bug: "no-finalizer-guard", unguarded: true, invariant: invStrip, kinds: []string{"create", "strip-finalizer"}},

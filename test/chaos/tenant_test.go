@@ -67,7 +67,11 @@ func TestChaosTenant(t *testing.T) {
 	h := setup(t)
 	t.Run("actions", func(t *testing.T) {
 		s := settings{name: "tenant", seed: seed(), bound: bound()}
-		tn := newTenant(h.newRun(t, s), nil, nil)
+		var kinds []string // all
+		if only := os.Getenv("CHAOS_TENANT_KINDS"); only != "" {
+			kinds = strings.Split(only, ",")
+		}
+		tn := newTenant(h.newRun(t, s), kinds, nil)
 		vs := tn.execute(t.Context(), n)
 		for _, v := range vs {
 			t.Errorf("%s", v)
