@@ -42,8 +42,8 @@ func TestBenchDataRelease(t *testing.T) {
 	startBinary(t, prevBin, nil, "--kubeconfig", prevPlane.Kubeconfig(), "--instance", prevInstance)
 	startManager(t)
 	sides := []*dataSide{
-		newDataSide(t, "before ("+releaseBeforeSteps+")", prevPlane, "bench-data-prev"),
-		newDataSide(t, "after", env, "bench-data-cur"),
+		newDataSide(t, "before ("+releaseBeforeSteps+")", prevPlane, "before"),
+		newDataSide(t, "after", env, "after"),
 	}
 	t.Logf("load average at start: %s", loadAvg())
 	for i := range n {
@@ -69,21 +69,22 @@ type dataSide struct {
 	got   map[string][]time.Duration
 }
 
-// newDataSide makes namespace name-runID on e, a cold trio Sandbox there,
+// newDataSide makes namespace bench-data-name-runID on e and a cold trio
+// Sandbox name there (names apart: both sides' containers share the daemon),
 // fills it and checkpoints postgres and redis.
 func newDataSide(t *testing.T, label string, e *testenv.Env, name string) *dataSide {
 	t.Helper()
-	ns := name + "-" + runID
+	ns := "bench-data-" + name + "-" + runID
 	e.MustKubectl(t, "create", "namespace", ns)
 	b := poolBenchIn(t, e, ns, 0)
-	subject := b.sandbox("subject", true)
+	subject := b.sandbox(name, true)
 	subject.Object["spec"].(map[string]any)["services"] = []any{map[string]any{"engine": "postgres"},
 		map[string]any{"engine": "redis"}, map[string]any{"engine": "mongo"}}
 	b.createReady(subject)
 	var secret struct {
 		Data map[string][]byte `json:"data"`
 	}
-	if err := json.Unmarshal([]byte(e.MustKubectl(t, "get", "secret", "subject-sandbox", "-n", ns, "-o", "json")), &secret); err != nil {
+	if err := json.Unmarshal([]byte(e.MustKubectl(t, "get", "secret", name+"-sandbox", "-n", ns, "-o", "json")), &secret); err != nil {
 		t.Fatal(err)
 	}
 	urls := map[string]string{"postgres": string(secret.Data["ROBOCO_TEST_DB_URL"]),
@@ -94,7 +95,7 @@ func newDataSide(t *testing.T, label string, e *testenv.Env, name string) *dataS
 			t.Fatalf("%s: filling %s: %s", label, engine, out)
 		}
 	}
-	d := &dataBench{b: b, name: "subject"}
+	d := &dataBench{b: b, name: name}
 	for _, engine := range []string{"postgres", "redis"} {
 		d.request("c-"+engine, "Checkpoint", engine)
 	}
