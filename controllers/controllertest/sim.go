@@ -194,8 +194,9 @@ func (p *simPrepared) Run(ctx context.Context, env map[string]string) (dd.ExecRe
 }
 
 // Launch runs a step's runner as the container would (sim_steps.go), any
-// other command as Run does, ended at once.
-func (p *simPrepared) Launch(ctx context.Context, env map[string]string, wait time.Duration) (dd.ExecResult, bool, error) {
+// other command as Run does, ended at once. It hands no late result: a
+// simulated step's end is read by a state exec (Observe).
+func (p *simPrepared) Launch(ctx context.Context, env map[string]string, wait time.Duration, _ func(dd.ExecResult)) (dd.ExecResult, bool, error) {
 	held := p.held.Held()
 	p.held.Close()
 	if p.ran.Swap(true) {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"slices"
 	"strings"
@@ -140,7 +141,7 @@ func (p *preparedExec) give(ctx, ectx context.Context, env map[string]string) er
 
 // Launch: see PreparedExec. A command still running at wait keeps its
 // connection, drained, until it ends (a closed one might not be drained).
-func (p *preparedExec) Launch(ctx context.Context, env map[string]string, wait time.Duration) (ExecResult, bool, error) {
+func (p *preparedExec) Launch(ctx context.Context, env map[string]string, wait time.Duration, late func(ExecResult)) (ExecResult, bool, error) {
 	wctx, cancel := context.WithTimeout(ctx, p.timeout) // bounds the write
 	defer cancel()
 	if err := p.give(ctx, wctx, env); err != nil {
@@ -152,10 +153,10 @@ func (p *preparedExec) Launch(ctx context.Context, env map[string]string, wait t
 	case err := <-p.st.copied:
 		p.st.copied <- err
 	case <-t.C:
-		go p.drain()
+		go p.drain(late)
 		return ExecResult{}, false, nil
 	case <-ctx.Done(): // the caller is gone; the command runs on all the same
-		go p.drain()
+		go p.drain(late)
 		return ExecResult{}, false, nil
 	}
 	res, err := p.d.waitExec(ctx, p.id, p.st)
@@ -166,11 +167,21 @@ func (p *preparedExec) Launch(ctx context.Context, env map[string]string, wait t
 	return res, true, nil
 }
 
-// drain reads a launched command's output until it ends, then lets its
-// connection go.
-func (p *preparedExec) drain() {
-	<-p.st.copied //nolint:errcheck // nobody waits for this output: its end is all that counts
-	p.st.att.Close()
+// drain reads a launched command's output until it ends, hands its result
+// to late (when there is one, and the end and exit code could be read), then
+// lets its connection go.
+func (p *preparedExec) drain(late func(ExecResult)) {
+	defer p.st.att.Close()
+	err := <-p.st.copied
+	if late == nil || err != nil && !errors.Is(err, io.EOF) {
+		return
+	}
+	p.st.copied <- err // waitExec reads it again
+	ctx, cancel := context.WithTimeout(p.d.base, p.d.opts.callTimeout)
+	defer cancel()
+	if res, err := p.d.waitExec(ctx, p.id, p.st); err == nil {
+		late(res)
+	}
 }
 
 // ended says the held shell's output stream has ended: it is gone. The copy's

@@ -175,10 +175,13 @@ type PreparedExec interface {
 	Run(ctx context.Context, env map[string]string) (ExecResult, error)
 	// Launch is Run that waits at most wait for the command's end: ended
 	// says it ended within it (res is then Run's). Otherwise it runs on as
-	// ExecDetached's would: its output discarded, its end an EventExecDie,
-	// never a left exec that makes the container busy. So a caller in a hurry
-	// pays no exec start and learns a fast command's result at once.
-	Launch(ctx context.Context, env map[string]string, wait time.Duration) (res ExecResult, ended bool, err error)
+	// ExecDetached's would: its end an EventExecDie, never a left exec that
+	// makes the container busy; late, when not nil, may then be called once,
+	// from another goroutine, with its result when it ends (a driver that
+	// cannot tell never calls it: the caller reads the end another way too).
+	// So a caller in a hurry pays no exec start and learns a fast command's
+	// result at once, and a slower one's without another exec.
+	Launch(ctx context.Context, env map[string]string, wait time.Duration, late func(ExecResult)) (res ExecResult, ended bool, err error)
 	// Held says the command still waits for Run: it was neither run, closed,
 	// nor lost with its connection or container.
 	Held() bool

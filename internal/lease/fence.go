@@ -98,11 +98,11 @@ type fencedExec struct {
 	ref string
 }
 
-func (e fencedExec) Launch(ctx context.Context, env map[string]string, wait time.Duration) (dd.ExecResult, bool, error) {
+func (e fencedExec) Launch(ctx context.Context, env map[string]string, wait time.Duration, late func(dd.ExecResult)) (dd.ExecResult, bool, error) {
 	if err := e.f.check("exec", e.ref); err != nil {
 		return dd.ExecResult{}, false, err
 	}
-	return e.PreparedExec.Launch(ctx, env, wait)
+	return e.PreparedExec.Launch(ctx, env, wait, late)
 }
 
 func (e fencedExec) Run(ctx context.Context, env map[string]string) (dd.ExecResult, error) {

@@ -76,14 +76,16 @@ func (c contract) preparedLaunch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r, ended, err := quick.Launch(ctx, map[string]string{"SANDBOX_SECRET": "s"}, 20*time.Second); err != nil || !ended || r.ExitCode != 4 || r.Stdout != "s\n" {
+	if r, ended, err := quick.Launch(ctx, map[string]string{"SANDBOX_SECRET": "s"}, 20*time.Second, nil); err != nil || !ended || r.ExitCode != 4 || r.Stdout != "s\n" {
 		t.Errorf("Launch of a quick command = %+v, ended %v, %v; want it ended, exit 4, its output", r, ended, err)
 	}
-	slow, err := d.PrepareExec(ctx, s.Name, dd.ExecSpec{Cmd: env.Command(Script{Sleep: 2 * time.Second, Exit: 3}), Timeout: 500 * time.Millisecond})
+	slow, err := d.PrepareExec(ctx, s.Name, dd.ExecSpec{Cmd: env.Command(Script{Sleep: 2 * time.Second, EchoEnv: []string{"SANDBOX_SECRET"}, Exit: 3}),
+		Timeout: 500 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, ended, err := slow.Launch(ctx, nil, 0); err != nil || ended {
+	late := make(chan dd.ExecResult, 1)
+	if _, ended, err := slow.Launch(ctx, map[string]string{"SANDBOX_SECRET": "late"}, 0, func(r dd.ExecResult) { late <- r }); err != nil || ended {
 		t.Fatalf("Launch of a slow command = ended %v, %v; want it running on", ended, err)
 	}
 	if r, err := d.Exec(ctx, s.Name, dd.ExecSpec{Cmd: env.Command(Script{Exit: 5})}); err != nil || r.ExitCode != 5 {
@@ -93,5 +95,13 @@ func (c contract) preparedLaunch(t *testing.T) {
 	for !codes[3] {
 		got := collect(t, withExecs, dd.EventExecDie, 15*time.Second)
 		codes[got[len(got)-1].ExitCode] = true
+	}
+	select {
+	case r := <-late:
+		if r.ExitCode != 3 || r.Stdout != "late\n" {
+			t.Errorf("the slow command's late result = %+v; want exit 3, its output", r)
+		}
+	case <-time.After(15 * time.Second):
+		t.Errorf("the slow command ended (its exec_die came) but its late result never did")
 	}
 }

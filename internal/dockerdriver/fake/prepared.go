@@ -99,8 +99,9 @@ func (p *prepared) Run(ctx context.Context, env map[string]string) (dd.ExecResul
 }
 
 // Launch: see dd.PreparedExec. The command runs as ExecDetached's (never
-// busy); its result is answered when it ends within wait, as Exec's.
-func (p *prepared) Launch(ctx context.Context, env map[string]string, wait time.Duration) (dd.ExecResult, bool, error) {
+// busy); its result is answered when it ends within wait, as Exec's, else
+// handed to late as it ends (before its exec_die).
+func (p *prepared) Launch(ctx context.Context, env map[string]string, wait time.Duration, late func(dd.ExecResult)) (dd.ExecResult, bool, error) {
 	if !p.take() {
 		return dd.ExecResult{}, false, dd.NewError("exec", p.ref, dd.ErrInvalid, errors.New("a prepared exec runs once"))
 	}
@@ -128,7 +129,12 @@ func (p *prepared) Launch(ctx context.Context, env map[string]string, wait time.
 		return run.res, true, nil
 	}
 	if run.runFor != Forever {
-		time.AfterFunc(run.runFor, func() { p.f.execDied(run, id) })
+		time.AfterFunc(run.runFor, func() {
+			if late != nil {
+				late(run.res)
+			}
+			p.f.execDied(run, id)
+		})
 	}
 	return dd.ExecResult{}, false, nil
 }
