@@ -18,6 +18,7 @@ type Runner struct {
 	driver dd.Driver
 	wait   time.Duration
 	held   launchers
+	late   lateStates
 }
 
 // New is the runner for driver's host. inlineWait is how long Start and
@@ -63,12 +64,10 @@ func (r *Runner) Start(ctx context.Context, container string, s Step) (State, er
 	case err != nil:
 		return State{}, fmt.Errorf("starting step %s: %w", s.ID, err)
 	case !ended:
-		// Slow: the state it makes says how far it is (the slow path only).
-		st, err := r.state(ctx, container, key, observeScript, 0, appear)
-		if err == nil && st.Phase == Absent {
-			return st, fmt.Errorf("starting step %s: its runner made no state in %s", s.ID, appear)
-		}
-		return st, err
+		// Slow: it runs on, its state read by the next Observe (or its end,
+		// printed as it ended): a read now would take the CPU it runs on.
+		r.late.launched(container, key)
+		return State{Key: key, Phase: Running}, nil
 	case res.ExitCode == runnerTaken:
 		st, err := r.state(ctx, container, key, observeScript, r.wait, 0)
 		st.Earlier = true
@@ -88,8 +87,9 @@ func (r *Runner) Start(ctx context.Context, container string, s Step) (State, er
 // (none, or its held shell is gone) in a new one.
 func (r *Runner) launch(ctx context.Context, container string, s Step, env map[string]string) (dd.ExecResult, bool, error) {
 	cmd := launchCmd(s)
+	late := r.late.record(container, s.Key())
 	if p := r.held.take(container, cmd); p != nil {
-		res, ended, err := p.Launch(ctx, env, r.wait)
+		res, ended, err := p.Launch(ctx, env, r.wait, late)
 		if !errors.Is(err, dd.ErrNotRun) {
 			return res, ended, err
 		}
@@ -98,7 +98,7 @@ func (r *Runner) launch(ctx context.Context, container string, s Step, env map[s
 	if err != nil {
 		return dd.ExecResult{}, false, err
 	}
-	return p.Launch(ctx, env, r.wait)
+	return p.Launch(ctx, env, r.wait, late)
 }
 
 // launchCmd is the runner of s's command, its environment to come.
@@ -106,23 +106,43 @@ func launchCmd(s Step) []string {
 	return append([]string{"sh", "-c", reaper, "step", runner}, s.Argv...)
 }
 
-// Observe answers the state of the step key in container from one short exec.
+// Observe answers the state of the step key in container: the one its runner
+// printed as it ended, when this Runner launched it and saw that end (no
+// exec), else from one short exec.
 func (r *Runner) Observe(ctx context.Context, container string, key Key) (State, error) {
-	return r.state(ctx, container, key, observeScript, 0, 0)
+	st, ok, unread := r.late.take(container, key)
+	if ok {
+		return st, nil
+	}
+	if !unread {
+		return r.state(ctx, container, key, observeScript, 0, 0)
+	}
+	// Note: its first read waits for its runner to claim the step's
+	// directory (a busy host may hold a launched exec back).
+	st, err := r.state(ctx, container, key, observeScript, 0, appear)
+	if err == nil && st.Phase == Absent {
+		return st, fmt.Errorf("observing step %s: its runner made no state in %s", key, appear)
+	}
+	if err != nil {
+		r.late.launched(container, key) // read again next time
+	}
+	return st, err
 }
 
 // Cancel stops the step key in container, unless it has ended: it kills the
 // step's process group (never the runner, which records the end) and answers
 // its state after the inline wait (Cancelled, or Running while it dies).
 func (r *Runner) Cancel(ctx context.Context, container string, key Key) (State, error) {
-	return r.state(ctx, container, key, cancelScript, r.wait, 0)
+	_, _, unread := r.late.take(container, key)
+	return r.state(ctx, container, key, cancelScript, r.wait, appearIf(unread))
 }
 
 // Forget removes an ended step's state, so that its key may run again (a
 // retry); a step still running is left as it is. It answers the state after:
 // Absent, or Running.
 func (r *Runner) Forget(ctx context.Context, container string, key Key) (State, error) {
-	return r.state(ctx, container, key, forgetScript, 0, 0)
+	_, _, unread := r.late.take(container, key)
+	return r.state(ctx, container, key, forgetScript, 0, appearIf(unread))
 }
 
 // state runs script against key's directory and reads the state it prints;
@@ -158,3 +178,12 @@ func (r *Runner) state(ctx context.Context, container string, key Key, script st
 func dir(key Key) string { return Base + "/" + string(key) }
 
 func ticks(d time.Duration) string { return strconv.Itoa(int(d / (50 * time.Millisecond))) }
+
+// appearIf is how long a state script waits for a step's directory: appear
+// for a step launched here whose state was not read yet, else not at all.
+func appearIf(unread bool) time.Duration {
+	if unread {
+		return appear
+	}
+	return 0
+}

@@ -34,8 +34,9 @@ exec sh -c "$s" step "$@"`
 //     its exit code in one write, so a reader that finds the file empty
 //     looks again; its start and end are the mtimes of runner and exit
 //     (dates cost forks; an earlier runner wrote them, and is still read);
-//   - observe A N: waits up to A×50ms for the directory to appear (a runner
-//     just started makes it), then up to N×50ms for its end, and prints its
+//   - appears A: waits up to A×50ms for the directory to appear (a runner
+//     just launched makes it);
+//   - observe A N: appears A, then waits up to N×50ms for its end, and prints its
 //     state as "key value" lines, the untrusted files hex-encoded and bounded;
 //   - cancel: marks the step cancelled and kills its process group, unless
 //     it has ended.
@@ -51,9 +52,12 @@ ended() {
 	[ $(($(date +%s) - $(stat -c %Y "$D" 2>/dev/null || date +%s))) -gt 30 ]
 }
 hex() { od -An -v -tx1 | tr -d ' \n'; }
-observe() {
+appears() {
 	i=0
 	while [ ! -d "$D" ] && [ "$i" -lt "$1" ]; do sleep 0.05; i=$((i + 1)); done
+}
+observe() {
+	appears "$1"
 	i=0
 	while [ -d "$D" ] && [ ! -s "$D/exit" ] && [ "$i" -lt "$2" ]; do sleep 0.05; i=$((i + 1)); done
 	[ -d "$D" ] || { echo absent; return; }
@@ -132,11 +136,15 @@ exit 87`
 const observeScript = prelude + `observe "$3" "$2"`
 
 // cancelScript kills step $1's process group unless it has ended, marks it
-// cancelled, and prints its state after waiting up to $2×50ms for its end.
-const cancelScript = prelude + `cancel
+// cancelled, and prints its state after waiting up to $2×50ms for its end
+// ($3×50ms first for a step just launched to appear).
+const cancelScript = prelude + `appears "$3"
+cancel
 observe 0 "$2"`
 
 // forgetScript removes step $1's directory once it has ended, so that its
-// key may run again; a step still running is left, and its state printed.
-const forgetScript = prelude + `[ -d "$D" ] && ended && rm -rf "$D"
+// key may run again; a step still running is left, and its state printed
+// ($3×50ms first for a step just launched to appear).
+const forgetScript = prelude + `appears "$3"
+[ -d "$D" ] && ended && rm -rf "$D"
 observe 0 0`

@@ -82,8 +82,9 @@ func TestCleanBoundsUntrustedText(t *testing.T) {
 }
 
 // On a driver: Start is one prepared exec launched, answered by the runner
-// itself when the step ends within the inline wait, else by one state exec; a runner held ahead spares the exec start; Observe
-// is one exec; a driver's failure is an error, not a state.
+// itself when the step ends within the inline wait, else Running with no
+// other exec (its state is the next Observe's); a runner held ahead spares
+// the exec start; Observe is one exec; a driver's failure is an error, not a state.
 func TestRunnerCalls(t *testing.T) {
 	f := fake.New()
 	c, err := f.SeedContainer(dd.ContainerSpec{Name: "c", Image: "img", Labels: map[string]string{"o": "1"}, OwnerLabel: "o"}, true)
@@ -98,18 +99,18 @@ func TestRunnerCalls(t *testing.T) {
 	if st, err := r.Start(ctx, c.ID, s); err != nil || st.Phase != Running || st.Key != s.Key() {
 		t.Fatalf("Start of a step that runs on = %+v, %v", st, err)
 	}
-	if p, x := f.Calls(fake.VerbPrepareExec), f.Calls(fake.VerbExec); p != 1 || x != 2 {
-		t.Errorf("Start of a slow step prepared %d execs and ran %d; want the runner's and a read of its state, 1 and 2", p, x)
+	if p, x := f.Calls(fake.VerbPrepareExec), f.Calls(fake.VerbExec); p != 1 || x != 1 {
+		t.Errorf("Start of a slow step prepared %d execs and ran %d; want the runner's only, 1 and 1", p, x)
 	}
 	defer f.OnExec(fake.ExecRule{Result: dd.ExecResult{ExitCode: RunnerExit, Stdout: "exit 0 2\nstarted 1\nnow 2\n"}, Times: 1})()
 	r.Hold(c.ID, s)
 	if st, err := r.Start(ctx, c.ID, Step{ID: "seed", Argv: []string{"true"}, Env: map[string]string{"A": "1"}}); err != nil || st.Phase != Done || st.Elapsed != time.Second {
 		t.Fatalf("Start of a step that ends at once = %+v, %v", st, err)
 	}
-	if p, x := f.Calls(fake.VerbPrepareExec), f.Calls(fake.VerbExec); p != 2 || x != 3 {
-		t.Errorf("Hold, then Start: %d prepared and %d run in all; want 2 and 3 (Start took the held one)", p, x)
+	if p, x := f.Calls(fake.VerbPrepareExec), f.Calls(fake.VerbExec); p != 2 || x != 2 {
+		t.Errorf("Hold, then Start: %d prepared and %d run in all; want 2 and 2 (Start took the held one)", p, x)
 	}
-	if _, err := r.Observe(ctx, c.ID, s.Key()); err != nil || f.Calls(fake.VerbExec) != 4 {
+	if _, err := r.Observe(ctx, c.ID, s.Key()); err != nil || f.Calls(fake.VerbExec) != 3 {
 		t.Errorf("Observe: %v, %d execs in all; want one more", err, f.Calls(fake.VerbExec))
 	}
 	defer f.Inject(fake.Fault{Verb: fake.VerbPrepareExec, Err: dd.ErrUnavailable})()
@@ -142,5 +143,38 @@ func TestStateReadThatHangsIsKilledAtItsTimeout(t *testing.T) {
 	defer f.OnExec(fake.ExecRule{Result: dd.ExecResult{Stdout: "running\nstarted 1\nnow 2\n"}})()
 	if st, err := r.Observe(ctx, c.ID, key); err != nil || st.Phase != Running {
 		t.Fatalf("the read after a hung one = %+v, %v; want it run", st, err)
+	}
+}
+
+// A step that ends after the inline wait is read, by the pass its end wakes,
+// from what its runner printed as it ended: no state exec. A later Observe
+// (the answer was taken) reads the container again.
+func TestRunnerReadsALateEndWithoutAnExec(t *testing.T) {
+	f := fake.New()
+	c, err := f.SeedContainer(dd.ContainerSpec{Name: "c", Image: "img", Labels: map[string]string{"o": "1"}, OwnerLabel: "o"}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ends := f.Events(ctx, dd.EventFilter{Labels: map[string]string{"o": "1"}, ExecDie: true})
+	r := New(f, 50*time.Millisecond)
+	s := Step{ID: "data", Argv: []string{"true"}}
+	defer f.OnExec(fake.ExecRule{Result: dd.ExecResult{Stdout: "running\nstarted 1\nnow 2\n"}})()
+	f.OnExec(fake.ExecRule{Result: dd.ExecResult{ExitCode: RunnerExit, Stdout: "exit 0\n"}, Delay: 300 * time.Millisecond, Times: 1})
+	if st, err := r.Start(ctx, c.ID, s); err != nil || st.Phase != Running {
+		t.Fatalf("Start of a step that ends after the inline wait = %+v, %v; want Running", st, err)
+	}
+	for ev := range ends {
+		if ev.Type == dd.EventExecDie && ev.ExitCode == RunnerExit {
+			break
+		}
+	}
+	before := f.Calls(fake.VerbExec)
+	if st, err := r.Observe(ctx, c.ID, s.Key()); err != nil || st.Phase != Done || st.Key != s.Key() || f.Calls(fake.VerbExec) != before {
+		t.Errorf("Observe once its end came = %+v, %v, %d execs; want Done, its key, no exec", st, err, f.Calls(fake.VerbExec)-before)
+	}
+	if _, err := r.Observe(ctx, c.ID, s.Key()); err != nil || f.Calls(fake.VerbExec) != before+1 {
+		t.Errorf("Observe after the late end was taken: %v, %d execs; want one", err, f.Calls(fake.VerbExec)-before)
 	}
 }
