@@ -85,3 +85,16 @@ func (l *lateStates) take(container string, key Key) (st State, ended, unread bo
 	}
 	return e.st, e.ended, !e.ended
 }
+
+// supersede forgets what is known of the other steps of key's ID in
+// container: a step that supersedes them removes the ended ones from the
+// container (and cancels those running), so their state is the container's.
+func (l *lateStates) supersede(container string, key Key) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for k := range l.m[container] {
+		if k != key && k.id() == key.id() {
+			delete(l.m[container], k)
+		}
+	}
+}

@@ -58,6 +58,7 @@ func (r *Runner) Start(ctx context.Context, container string, s Step) (State, er
 	env["STEP_DIR"] = dir(key)
 	if s.Supersedes {
 		env["STEP_SUPERSEDE"] = "1"
+		r.late.supersede(container, key)
 	}
 	res, ended, err := r.launch(ctx, container, s, env)
 	switch {

@@ -29,6 +29,7 @@ import (
 	"maps"
 	"regexp"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -131,3 +132,6 @@ func (s Step) valid() error {
 	}
 	return nil
 }
+
+// id is the ID of the step k is the key of.
+func (k Key) id() string { return string(k[:max(0, strings.LastIndex(string(k), "-"))]) }
