@@ -39,6 +39,8 @@ type pass struct {
 
 	failed  atomic.Bool
 	retryIn time.Duration
+	// waited: a service waits out its backoff (createWait) this pass.
+	waited atomic.Bool
 	// unbound: the pass bound the Sandbox to its host, not yet written.
 	unbound atomic.Bool
 	// later is what waits for the pass's writes (events, pool refills), so that

@@ -32,6 +32,8 @@ type recall struct {
 	probes map[string]*probeAttempts
 	// aside are the failed removals of containers Docker could not remove, by ID.
 	aside map[string]*asideRetry
+	// creates are the services' failed creates, by engine.
+	creates map[string]createRetry
 	// secretTried: a pass tried to make its Secret (see neverMade).
 	secretTried bool
 	// written is the Sandbox as the last pass that wrote it left it.
@@ -45,7 +47,7 @@ func (m *recalls) of(sb *sandboxv1.Sandbox) *recall {
 	key := types.NamespacedName{Namespace: sb.Namespace, Name: sb.Name}
 	rec, ok := m.sandboxes[key]
 	if !ok || rec.uid != sb.UID {
-		rec = &recall{uid: sb.UID, probes: map[string]*probeAttempts{}, aside: map[string]*asideRetry{}}
+		rec = &recall{uid: sb.UID, probes: map[string]*probeAttempts{}, aside: map[string]*asideRetry{}, creates: map[string]createRetry{}}
 		m.sandboxes[key] = rec
 	}
 	return rec

@@ -23,7 +23,8 @@ func retryLater(ctx context.Context) time.Duration {
 
 // pace ends a pass: after a failure the Sandbox comes back after its backoff (or
 // sooner, when a step asked for sooner), and the next failure waits longer; a pass
-// without one resets the backoff.
+// without one resets the backoff, unless a service waited out its backoff in it
+// (a failed create is not tried again sooner because a sibling asked for sooner).
 //
 // Note: this is the one retry mechanism of the Sandbox reconciler. The workqueue's
 // own rate limiter only paces errors of the API server.
@@ -36,7 +37,9 @@ func (m *recalls) pace(ctx context.Context, sb *sandboxv1.Sandbox, result ctrl.R
 	defer m.mu.Unlock()
 	rec := m.of(sb)
 	if !p.failed.Load() {
-		rec.failures = 0
+		if !p.waited.Load() {
+			rec.failures = 0
+		}
 		return result
 	}
 	rec.failures++

@@ -59,6 +59,36 @@ var _ = Describe("Retries", func() {
 		Eventually(ct.Condition(sb, sandboxv1.ConditionReady), 30*time.Second).Should(Equal("True/Ready"))
 	})
 
+	It("replaces a container left created whose start Docker keeps refusing", func() {
+		// The daemon went away during the start: the removal failed too, and the
+		// task it left makes every later start of that container fail.
+		host.Inject(fake.Fault{Verb: fake.VerbCreateContainer, AtStart: true, Sticks: true, Times: 1,
+			Err: ct.ErrString("Error response from daemon: failed to create task for container: task 4f2e already exists: unknown")})
+		sb := ct.NewSandbox(ns, "leftstuck", "leftstuck-1", "redis")
+		Expect(k8sClient.Create(ctx, sb)).To(Succeed())
+		var left dd.Container
+		Eventually(func() bool { c, ok := host.Peek("roboco-sandbox-redis-leftstuck-1"); left = c; return ok }).Should(BeTrue())
+		got := ct.WaitReady(sb)
+		Expect(got.Status.Services[0].ContainerID).NotTo(Equal(left.ID))
+		_, still := host.Peek(left.ID)
+		Expect(still).To(BeFalse(), "the container that could not start is removed")
+	})
+
+	It("backs off a failing create while a sibling service's probes bring the passes sooner", func() {
+		host.Inject(fake.Fault{Verb: fake.VerbCreateContainer, AtStart: true, Ref: "roboco-sandbox-pg-sooner-1",
+			Err: ct.ErrString("Error response from daemon: failed to create task for container: task 9c1d already exists: unknown")})
+		// Redis answers only after the window: its probes come every second at most.
+		host.OnExec(fake.ExecRule{Container: "roboco-sandbox-redis-sooner-1", Times: 1000,
+			Result: dd.ExecResult{ExitCode: 1, Stderr: "Could not connect to Redis: Connection refused"}})
+		sb := ct.NewSandbox(ns, "sooner", "sooner-1", "postgres", "redis")
+		Expect(k8sClient.Create(ctx, sb)).To(Succeed())
+		Eventually(func() int { return host.Calls(fake.VerbCreateContainer) }).Should(BeNumerically(">=", 2))
+
+		n := createsIn(host)
+		AddReportEntry("creates in the window while one service's start keeps failing", n)
+		Expect(n).To(BeNumerically("<=", 4), "creates in %s", hotLoopWindow)
+	})
+
 	It("stalls with the daemon's words on a start Docker refuses for the container's config", func() {
 		host.Inject(fake.Fault{Verb: fake.VerbCreateContainer, AtStart: true,
 			Err: dd.NewError("start", "roboco-sandbox-redis-refused-1", dd.ErrInvalid,

@@ -172,8 +172,21 @@ func (r *Reconciler) provisionService(ctx context.Context, w serviceWork, res se
 // ensureService makes the container exist and run (the image first, pulled off the
 // worker), then goes on with it.
 func (r *Reconciler) ensureService(ctx context.Context, w serviceWork, res serviceResult) serviceResult {
+	engine := w.svc.Engine.Name()
+	if wait, why := r.recalls.createWait(w.sb, engine); wait > 0 && !r.Host.CreatePending(w.svc) {
+		waitOut(ctx)
+		return res.waiting(why, engine+" is not running", wait)
+	}
 	waiter := types.NamespacedName{Namespace: w.sb.Namespace, Name: w.sb.Name}.String()
 	got, err := r.Host.Ensure(ctx, w.svc, res.status.Restarts, waiter)
+	if err != nil && got.Taken == nil {
+		res = res.dockerFailed(ctx, err, "creating "+w.svc.Container.Name)
+		if !res.stalled {
+			r.recalls.createFailed(w.sb, engine, retryLater(ctx), res.containers)
+		}
+		return res
+	}
+	r.recalls.createDone(w.sb, engine)
 	image := w.svc.Image()
 	switch pull := got.Pull; {
 	case pull.Err != nil && !errors.Is(pull.Err, dd.ErrPullFailed):
@@ -195,8 +208,6 @@ func (r *Reconciler) ensureService(ctx context.Context, w serviceWork, res servi
 			w.svc.Engine.Name()+" is not running", createPollInterval)
 	case got.Taken != nil:
 		return r.nameConflict(ctx, w.sb, res, got.Taken)
-	case err != nil:
-		return res.dockerFailed(ctx, err, "creating "+w.svc.Container.Name)
 	}
 	return r.serviceRunning(ctx, w, got.Container, res)
 }

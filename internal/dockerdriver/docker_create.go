@@ -110,7 +110,7 @@ func (d *Docker) createContainer(ctx context.Context, spec ContainerSpec) (Conta
 	for range 2 {
 		res, err := d.cli.ContainerCreate(ctx, createOptions(spec))
 		if err == nil {
-			return d.start(ctx, spec, res.ID, true)
+			return d.start(ctx, spec, res.ID)
 		}
 		if !cerrdefs.IsConflict(err) {
 			return Container{}, wrap("create", spec.Name, err)
@@ -133,28 +133,29 @@ func (d *Docker) createContainer(ctx context.Context, spec ContainerSpec) (Conta
 		if existing.State != StateCreated {
 			return existing, nil
 		}
-		return d.start(ctx, spec, existing.ID, false)
+		return d.start(ctx, spec, existing.ID)
 	}
 	return Container{}, NewError("create", spec.Name, ErrConflict, errors.New("the name keeps changing hands; try again"))
 }
 
 // start writes spec's files into id, starts it and returns it inspected. If
-// that fails and we created the container in this call, the container is
-// removed again (best effort). Note: an adopted container that was never
+// that fails, the container is removed again (best effort), whether this call
+// created it or adopted it: it is ours and never ran, and a start the daemon
+// refused once it may refuse for good (a daemon that went away mid-start
+// leaves a task behind, and every later start of that ID meets it), where a
+// new container starts afresh. Note: an adopted container that was never
 // started gets its files again, since its creator may have died before
 // writing them.
-func (d *Docker) start(ctx context.Context, spec ContainerSpec, id string, created bool) (Container, error) {
+func (d *Docker) start(ctx context.Context, spec ContainerSpec, id string) (Container, error) {
 	op, err := "copy files to", d.copyFiles(ctx, id, spec.Files)
 	if err == nil {
 		op = "start"
 		_, err = d.cli.ContainerStart(ctx, id, client.ContainerStartOptions{})
 	}
 	if err != nil {
-		if created {
-			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), d.opts.callTimeout)
-			_, _ = d.cli.ContainerRemove(rctx, id, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
-			cancel()
-		}
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), d.opts.callTimeout)
+		_, _ = d.cli.ContainerRemove(rctx, id, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
+		cancel()
 		werr := wrap(op, spec.Name, err)
 		var e *Error
 		if errors.As(werr, &e) && !errors.Is(werr, ErrInvalid) && refusedAtStart(err) {

@@ -25,6 +25,8 @@ type ctr struct {
 	files map[string][]byte
 	// lingering is an exec that outlived its caller and may still run.
 	lingering *lingering
+	// startErr fails every start of it (a Sticks fault hit it).
+	startErr error
 }
 
 // resolve finds a container the way Docker does: full ID, then exact
@@ -85,6 +87,10 @@ func (f *Driver) CreateContainer(ctx context.Context, spec dd.ContainerSpec) (dd
 		}
 		if existing.c.State == dd.StateCreated {
 			existing.write(spec.Files)
+			if err := f.startFailure(existing); err != nil {
+				f.destroy(existing) // as the real driver removes what it could not start
+				return dd.Container{}, err
+			}
 			f.start(existing)
 		}
 		return existing.snapshot(), nil
@@ -94,7 +100,9 @@ func (f *Driver) CreateContainer(ctx context.Context, spec dd.ContainerSpec) (dd
 		return dd.Container{}, err
 	}
 	if err := f.startFailure(c); err != nil {
-		f.destroy(c) // as the real driver removes what it made and could not start
+		if c.startErr == nil {
+			f.destroy(c) // as the real driver removes what it made and could not start
+		}
 		return dd.Container{}, err
 	}
 	c.write(spec.Files)
@@ -111,8 +119,15 @@ func (f *Driver) startFailure(c *ctr) error {
 				fmt.Errorf("Error response from daemon: network %s not found", network))
 		}
 	}
-	if ft := f.matchFault(VerbCreateContainer, []string{c.c.Name}, true); ft != nil && ft.Err != nil {
-		return faultError("start", c.c.Name, ft.Err)
+	if c.startErr != nil {
+		return c.startErr
+	}
+	if ft := f.matchFault(VerbCreateContainer, []string{c.c.Name, c.c.ID}, true); ft != nil && ft.Err != nil {
+		err := faultError("start", c.c.Name, ft.Err)
+		if ft.Sticks {
+			c.startErr = err
+		}
+		return err
 	}
 	return nil
 }

@@ -55,6 +55,11 @@ type Fault struct {
 	// again, as the real driver does when the daemon refuses to start it
 	// (the events are create, then destroy). Delay does not apply.
 	AtStart bool
+	// Sticks, with AtStart, leaves the container created, and every later
+	// start of it fails with Err too: the daemon went away during the start,
+	// so the removal failed as well, and the task it left behind makes every
+	// start after its restart fail ("task ... already exists").
+	Sticks bool
 }
 
 type fault struct {
