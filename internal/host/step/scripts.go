@@ -17,9 +17,12 @@ const runnerTaken = 86 // see RunnerExit
 // perl's syscall, where the image has perl and the machine's syscall number
 // is known), then runs the runner in its place: the flag outlives exec. A
 // process of the step orphaned later comes to the runner, not to PID 1.
+// The machine is read from /proc (a builtin read; uname is a fork, milliseconds
+// of every data operation on a busy host), from uname where /proc lacks it.
 // Arguments: the runner's script, then its own (the step's command).
 const reaper = `s=$1; shift
-case $(uname -m 2>/dev/null) in x86_64) n=157 ;; aarch64|riscv64) n=167 ;; *) n= ;; esac
+m=; read -r m 2>/dev/null < /proc/sys/kernel/arch || m=$(uname -m 2>/dev/null)
+case $m in x86_64) n=157 ;; aarch64|riscv64) n=167 ;; *) n= ;; esac
 if [ -n "$n" ] && command -v perl >/dev/null 2>&1; then
 	exec perl -e 'syscall($ARGV[0] + 0, 36, 1); shift @ARGV; exec @ARGV or exit 127' "$n" sh -c "$s" step "$@"
 fi
