@@ -30,6 +30,16 @@ func (m *recalls) createDone(sb *sandboxv1.Sandbox, engine string) {
 	delete(m.of(sb).creates, engine)
 }
 
+// retryNow lets every failed create go again at the next pass: the Docker
+// daemon's event stream resynced, and what failed while it was away may work.
+func (m *recalls) retryNow() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, rec := range m.sandboxes {
+		clear(rec.creates)
+	}
+}
+
 // createWait is how long a create of sb's engine still waits out its backoff,
 // and why (0: it may go now).
 func (m *recalls) createWait(sb *sandboxv1.Sandbox, engine string) (time.Duration, part) {

@@ -1,11 +1,14 @@
 package sandbox_test
 
 import (
+	"regexp"
+	"strconv"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
@@ -87,6 +90,31 @@ var _ = Describe("Retries", func() {
 		n := createsIn(host)
 		AddReportEntry("creates in the window while one service's start keeps failing", n)
 		Expect(n).To(BeNumerically("<=", 4), "creates in %s", hotLoopWindow)
+	})
+
+	It("tries a failed create again as soon as Docker's event stream resyncs, whatever the backoff says", func() {
+		clear := host.Inject(fake.Fault{Verb: fake.VerbCreateContainer, Err: dd.ErrUnavailable})
+		sb := ct.NewSandbox(ns, "comeback", "comeback-1", "redis")
+		Expect(k8sClient.Create(ctx, sb)).To(Succeed())
+		retryIn := regexp.MustCompile(`retrying in (\d+)s`)
+		Eventually(func() int {
+			c := meta.FindStatusCondition(ct.Get(sb).Status.Conditions, sandboxv1.ConditionContainersRunning)
+			if c == nil {
+				return 0
+			}
+			m := retryIn.FindStringSubmatch(c.Message)
+			if m == nil {
+				return 0
+			}
+			n, _ := strconv.Atoi(m[1])
+			return n
+		}, time.Minute).Should(BeNumerically(">=", 15), "the backoff grows while Docker is down")
+
+		// Docker is back: its stream resyncs, and the Sandbox goes on long before its retry was due.
+		clear()
+		host.DropEvents()
+		host.RestoreEvents()
+		Eventually(ct.Condition(sb, sandboxv1.ConditionReady), 8*time.Second).Should(Equal("True/Ready"))
 	})
 
 	It("stalls with the daemon's words on a start Docker refuses for the container's config", func() {

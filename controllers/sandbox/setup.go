@@ -85,5 +85,5 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 // setupDockerWatch adds the Docker event watch of the reconciler's host to the manager.
 func (r *Reconciler) setupDockerWatch(mgr ctrl.Manager) error {
 	return mgr.Add(&dockerWatch{events: r.Events, own: r.own, reader: mgr.GetCache(), enqueue: r.Enqueue, host: r.Scope.Name, leaderOnly: r.Scope.LeaderOnly,
-		enqueuePool: func(k types.NamespacedName) { r.PokePool(k) }, forgetHost: r.Identity.Forget})
+		enqueuePool: func(k types.NamespacedName) { r.PokePool(k) }, forgetHost: r.Identity.Forget, retryNow: r.recalls.retryNow})
 }

@@ -44,6 +44,8 @@ type dockerWatch struct {
 	// forgetHost drops the proof of the Docker host's identity when the stream
 	// breaks: the daemon that answers afterwards may be another one.
 	forgetHost func()
+	// retryNow drops what waits out a backoff: the daemon is back.
+	retryNow func()
 }
 
 // NeedLeaderElection: events are watched where the host's controllers run.
@@ -66,6 +68,7 @@ func (w *dockerWatch) Start(ctx context.Context) error {
 		case ev.Type == dd.EventResync:
 			log.Info("Docker event stream resynced; re-queueing every Sandbox")
 			w.forgetHost()
+			w.retryNow()
 			w.enqueueAll(ctx)
 		case ev.Type == dd.EventLost:
 			log.Info("Docker events lost; re-queueing every Sandbox once the stream resyncs")

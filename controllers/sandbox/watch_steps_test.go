@@ -26,7 +26,7 @@ func TestStepEndWakesItsSandbox(t *testing.T) {
 		t.Fatal(err)
 	}
 	woken := make(chan types.NamespacedName, 16)
-	w := &dockerWatch{events: eventhub.NewShared(f), own: newOwnActions(), forgetHost: func() {},
+	w := &dockerWatch{events: eventhub.NewShared(f), own: newOwnActions(), forgetHost: func() {}, retryNow: func() {},
 		enqueue: func(k types.NamespacedName) { woken <- k }}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
