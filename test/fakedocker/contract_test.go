@@ -77,6 +77,8 @@ func (e *env) Network(*testing.T) string {
 	return name
 }
 
+func (e *env) RemoveNetwork(_ *testing.T, name string) { e.srv.RemoveNetwork(name) }
+
 // CreateNotStarted creates through the API, as a creator that died before the
 // start leaves the container.
 func (e *env) CreateNotStarted(t *testing.T, spec dd.ContainerSpec) {
@@ -88,7 +90,8 @@ func (e *env) CreateNotStarted(t *testing.T, spec dd.ContainerSpec) {
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
 	_, err = cli.ContainerCreate(ctx, client.ContainerCreateOptions{Name: spec.Name,
-		Config: &container.Config{Image: spec.Image, Labels: spec.Labels, Cmd: spec.Cmd, Env: spec.EnvList()}})
+		Config:     &container.Config{Image: spec.Image, Labels: spec.Labels, Cmd: spec.Cmd, Env: spec.EnvList()},
+		HostConfig: &container.HostConfig{NetworkMode: container.NetworkMode(spec.Network)}})
 	if err != nil {
 		t.Fatalf("create %s: %v", spec.Name, err)
 	}

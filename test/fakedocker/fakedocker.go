@@ -144,6 +144,13 @@ func (s *Server) AddNetwork(name string) {
 	s.networks[name] = true
 }
 
+// RemoveNetwork removes a user-defined network.
+func (s *Server) RemoveNetwork(name string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.networks, name)
+}
+
 // VolumeExists reports whether the anonymous volume exists.
 func (s *Server) VolumeExists(name string) bool {
 	s.mu.Lock()

@@ -29,6 +29,7 @@ func RunContract(t *testing.T, newDriver NewDriver) {
 		{"CreateWritesFilesBeforeStart", c.createWritesFiles},
 		{"CreateIsIdempotent", c.createIdempotent},
 		{"CreateAdoptsAndStartsNotStarted", c.createAdoptsNotStarted},
+		{"CreateRemovesAnAdoptedContainerItCannotStart", c.createRemovesUnstartable},
 		{"CreateAdoptsExitedAsIs", c.createAdoptsExited},
 		{"CreateConflictsWithForeign", c.createConflicts},
 		{"CreateValidatesSpec", c.createValidates},

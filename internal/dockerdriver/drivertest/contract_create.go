@@ -112,6 +112,22 @@ func (c contract) createAdoptsNotStarted(t *testing.T) {
 	}
 }
 
+// createRemovesUnstartable: a container left created (its creator crashed
+// between create and start) that Docker then refuses to start is removed,
+// as one the call created is, so that the next create makes a new one (a
+// refused start may be refused for good: a task a daemon restart left).
+func (c contract) createRemovesUnstartable(t *testing.T) {
+	d, env, ctx := c.setup(t, Config{})
+	s := spec(env, "unstartable", Script{Sleep: Forever})
+	s.Network = env.Network(t)
+	env.CreateNotStarted(t, s)
+	env.RemoveNetwork(t, s.Network)
+	_, err := d.CreateContainer(ctx, s)
+	wantKind(t, err, dd.ErrNotFound)
+	_, err = d.Inspect(ctx, s.Name)
+	wantKind(t, err, dd.ErrNotFound)
+}
+
 func (c contract) createAdoptsExited(t *testing.T) {
 	d, env, ctx := c.setup(t, Config{})
 	s := spec(env, "exited", Script{Exit: 3})

@@ -71,12 +71,21 @@ func (e *dockerEnv) Network(t *testing.T) string {
 	return name
 }
 
+func (e *dockerEnv) RemoveNetwork(t *testing.T, name string) {
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	if _, err := e.fx.Client.NetworkRemove(ctx, name, client.NetworkRemoveOptions{}); err != nil {
+		t.Fatalf("remove network %s: %v", name, err)
+	}
+}
+
 func (e *dockerEnv) CreateNotStarted(t *testing.T, spec dd.ContainerSpec) {
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	_, err := e.fx.Client.ContainerCreate(ctx, client.ContainerCreateOptions{
-		Name:   spec.Name,
-		Config: &container.Config{Image: spec.Image, Labels: spec.Labels, Cmd: spec.Cmd, Env: spec.EnvList()},
+		Name:       spec.Name,
+		Config:     &container.Config{Image: spec.Image, Labels: spec.Labels, Cmd: spec.Cmd, Env: spec.EnvList()},
+		HostConfig: &container.HostConfig{NetworkMode: container.NetworkMode(spec.Network)},
 	})
 	if err != nil {
 		t.Fatalf("create %s: %v", spec.Name, err)

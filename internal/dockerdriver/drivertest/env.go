@@ -39,6 +39,8 @@ type Env interface {
 	Labels() map[string]string
 	// Network creates a user-defined network that lives until the test ends.
 	Network(t *testing.T) string
+	// RemoveNetwork removes a network Network made (with no container running on it).
+	RemoveNetwork(t *testing.T, name string)
 	// CreateNotStarted creates spec's container without starting it, as a
 	// creator that crashed between create and start leaves it.
 	CreateNotStarted(t *testing.T, spec dockerdriver.ContainerSpec)

@@ -43,6 +43,8 @@ func (e *env) Network(*testing.T) string {
 	return name
 }
 
+func (e *env) RemoveNetwork(_ *testing.T, name string) { e.f.RemoveNetwork(name) }
+
 func (e *env) CreateNotStarted(t *testing.T, spec dd.ContainerSpec) {
 	if _, err := e.f.SeedContainer(spec, false); err != nil {
 		t.Fatal(err)
