@@ -80,10 +80,26 @@ func postgresContainer(t *testing.T) (dd.Driver, dd.Container) {
 	return d, c
 }
 
-// sh runs script in c and returns its stdout.
+// eachRunner runs test on both runners, each in a postgres container of its
+// own: the perl one (the engine images have perl) and the sh one, for images
+// without perl (the container's perl hidden).
+func eachRunner(t *testing.T, test func(t *testing.T, d dd.Driver, c dd.Container)) {
+	t.Run("perl", func(t *testing.T) {
+		d, c := postgresContainer(t)
+		test(t, d, c)
+	})
+	t.Run("sh", func(t *testing.T) {
+		d, c := postgresContainer(t)
+		sh(t, d, c, "mv \"$(command -v perl)\" /usr/bin/perl-hidden && ! command -v perl")
+		test(t, d, c)
+	})
+}
+
+// sh runs script in c and returns its stdout (its whole stdout: the process
+// list holds runners' long command lines, and a tail would drop processes).
 func sh(t *testing.T, d dd.Driver, c dd.Container, script string) string {
 	t.Helper()
-	r, err := d.Exec(context.Background(), c.ID, dd.ExecSpec{Cmd: []string{"sh", "-c", script}})
+	r, err := d.Exec(context.Background(), c.ID, dd.ExecSpec{Cmd: []string{"sh", "-c", script}, OutputLimit: 1 << 20})
 	if err != nil || r.ExitCode != 0 {
 		t.Fatalf("sh -c %q: %+v, %v", script, r, err)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"strconv"
 	"time"
 
@@ -102,9 +103,12 @@ func (r *Runner) launch(ctx context.Context, container string, s Step, env map[s
 	return p.Launch(ctx, env, r.wait, late)
 }
 
+// launcher is every step's command before the step's own.
+var launcher = []string{"sh", "-c", reaper, "step", runner, perlRunner, supersedeScript}
+
 // launchCmd is the runner of s's command, its environment to come.
 func launchCmd(s Step) []string {
-	return append([]string{"sh", "-c", reaper, "step", runner}, s.Argv...)
+	return append(slices.Clip(launcher), s.Argv...)
 }
 
 // Observe answers the state of the step key in container: the one its runner

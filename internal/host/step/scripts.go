@@ -13,18 +13,21 @@ const RunnerExit = 87
 // runnerTaken is the exit code of a runner that found its key taken.
 const runnerTaken = 86 // see RunnerExit
 
-// reaper becomes the child subreaper (prctl PR_SET_CHILD_SUBREAPER, 36, by
-// perl's syscall, where the image has perl and the machine's syscall number
-// is known), then runs the runner in its place: the flag outlives exec. A
-// process of the step orphaned later comes to the runner, not to PID 1.
-// The machine is read from /proc (a builtin read; uname is a fork, milliseconds
-// of every data operation on a busy host), from uname where /proc lacks it.
-// Arguments: the runner's script, then its own (the step's command).
-const reaper = `s=$1; shift
+// reaper runs the step's runner: the one in perl where the image has perl
+// and the machine's syscall numbers are known (prctl, setsid), else the one
+// in sh. The perl runner is one process where the sh one forks half a dozen
+// (its mkdir, fifo, tail, setsid, shell), each milliseconds of every data
+// operation on a busy host; and it makes itself the child subreaper
+// (PR_SET_CHILD_SUBREAPER, 36), so a process of the step orphaned later comes
+// to it, not to PID 1. The machine is read from /proc (a builtin read; uname
+// is a fork), from uname where /proc lacks it.
+// Arguments: the sh runner, the perl runner, the supersede script, then the
+// step's command.
+const reaper = `s=$1 p=$2 k=$3; shift 3
 m=; read -r m 2>/dev/null < /proc/sys/kernel/arch || m=$(uname -m 2>/dev/null)
-case $m in x86_64) n=157 ;; aarch64|riscv64) n=167 ;; *) n= ;; esac
+case $m in x86_64) n="157 112" ;; aarch64|riscv64) n="167 157" ;; *) n= ;; esac
 if [ -n "$n" ] && command -v perl >/dev/null 2>&1; then
-	exec perl -e 'syscall($ARGV[0] + 0, 36, 1); shift @ARGV; exec @ARGV or exit 127' "$n" sh -c "$s" step "$@"
+	exec perl -e "$p" -- $n "$k" "$@"
 fi
 exec sh -c "$s" step "$@"`
 
@@ -42,7 +45,9 @@ exec sh -c "$s" step "$@"`
 //   - observe A N: appears A, then waits up to N×50ms for its end, and prints its
 //     state as "key value" lines, the untrusted files hex-encoded and bounded;
 //   - cancel: marks the step cancelled and kills its process group, unless
-//     it has ended.
+//     it has ended;
+//   - supersede: cancels the steps of $D's ID still running and removes
+//     those ended, but $D.
 const stateFuncs = `alive() {
 	r=$(cat "$D/runner" 2>/dev/null) || return 1
 	set -- $r
@@ -80,6 +85,13 @@ cancel() {
 	: > "$D/cancelled"
 	if alive && read -r g < "$D/pgid" 2>/dev/null; then kill -s KILL -- "-$g" 2>/dev/null; fi
 }
+supersede() {
+	me=$D
+	for D in "${me%-*}"-????????????????; do
+		[ "$D" = "$me" ] || [ ! -d "$D" ] && continue
+		if ended; then rm -rf "$D"; else cancel; fi
+	done
+}
 `
 
 // prelude starts the state scripts: the step directory is $1.
@@ -101,13 +113,7 @@ const runner = "set -u\nD=$STEP_DIR\n" + stateFuncs + `st22() { shift 21; T=$1; 
 mkdir "$D" 2>/dev/null || { mkdir -p "${D%/*}" && mkdir "$D" 2>/dev/null; } || exit 86
 read -r s < /proc/$$/stat; st22 $s; echo "$$ $T" > "$D/runner"
 : > "$D/progress"
-if [ "${STEP_SUPERSEDE:-}" = 1 ]; then
-	( me=$D
-	for D in "${me%-*}"-????????????????; do
-		[ "$D" = "$me" ] || [ ! -d "$D" ] && continue
-		if ended; then rm -rf "$D"; else cancel; fi
-	done ) &
-fi
+if [ "${STEP_SUPERSEDE:-}" = 1 ]; then supersede & fi
 kids() {
 	for f in /proc/[0-9]*/status; do
 		{ while read -r k v; do
@@ -144,6 +150,9 @@ const observeScript = prelude + `observe "$3" "$2"`
 const cancelScript = prelude + `appears "$3"
 cancel
 observe 0 "$2"`
+
+// supersedeScript is the perl runner's supersede (its $1 the step's directory).
+const supersedeScript = prelude + "supersede"
 
 // forgetScript removes step $1's directory once it has ended, so that its
 // key may run again; a step still running is left, and its state printed

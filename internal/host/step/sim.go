@@ -3,6 +3,7 @@ package step
 import (
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
@@ -41,10 +42,10 @@ func Decode(cmd []string, env map[string]string) (r Request, ok bool) {
 		return Request{}, false
 	}
 	if cmd[2] == reaper {
-		if len(cmd) < 6 || cmd[4] != runner {
+		if len(cmd) <= len(launcher) || !slices.Equal(cmd[:len(launcher)], launcher) {
 			return Request{}, false
 		}
-		return Request{Verb: VerbStart, Key: keyOf(env["STEP_DIR"]), Argv: cmd[5:], Supersedes: env["STEP_SUPERSEDE"] == "1"}, true
+		return Request{Verb: VerbStart, Key: keyOf(env["STEP_DIR"]), Argv: cmd[len(launcher):], Supersedes: env["STEP_SUPERSEDE"] == "1"}, true
 	}
 	verbs := map[string]Verb{observeScript: VerbObserve, cancelScript: VerbCancel, forgetScript: VerbForget}
 	v, known := verbs[cmd[2]]

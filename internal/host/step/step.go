@@ -13,11 +13,13 @@
 // In the container a step is three processes deep: the runner (the launched
 // exec's own process, which waits for the step, records its end and reaps),
 // the step in a session and process group of its own (setsid: Cancel kills
-// that group, never the runner), and whatever the step starts. The runner
-// makes itself the child subreaper where the image has perl (Debian-based
-// images do), so that no process of the step is ever orphaned to the
-// container's PID 1: postgres' postmaster treats any child it reaps that did
-// not exit 0 or 1 as a crashed backend and restarts every session.
+// that group, never the runner), and whatever the step starts. Where the
+// image has perl (Debian-based images do) the runner is one perl process
+// that makes itself the child subreaper, so that no process of the step is
+// ever orphaned to the container's PID 1: postgres' postmaster treats any
+// child it reaps that did not exit 0 or 1 as a crashed backend and restarts
+// every session. Elsewhere it is a shell script, which keeps the same state
+// and forks more.
 //
 // It knows the Docker driver, not engines nor the Kubernetes API.
 package step
