@@ -77,6 +77,7 @@ func TestChaos(t *testing.T) {
 	}
 	if len(vs) > 0 || t.Failed() {
 		t.Logf("seed %d (replay: CHAOS_SEED=%d CHAOS_CYCLES=%d); manager log (last 40 lines):\n%s", s.seed, s.seed, cycles, r.mgr.tail(40))
+		h.reportBusyMounts(t)
 	}
 	for kind := range slices.Values(s.faults) {
 		if long && r.stats.injected[kind] < 10 && os.Getenv("CHAOS_FAULTS") == "" {
