@@ -3,13 +3,13 @@ package step
 // perlRunner is the runner (see runner) in one perl process, where the image
 // has perl: it forks once, for the step, where the sh runner forks half a
 // dozen times, and it loads no module (POSIX alone costs 16 ms to start).
-// Its arguments: the syscall numbers of prctl and setsid on this machine, the
-// supersede script, then the step's command. What it keeps in the step's
+// Its arguments: the syscall numbers of prctl and setsid on this machine,
+// then the step's command. What it keeps in the step's
 // directory and prints as it ends is the sh runner's, to the byte, so the
 // state scripts read either: runner (pid and start time), progress, pgid
 // (the step's, written by the step before it checks for a Cancel), out (the
 // output's last 4 KiB), exit (one write).
-const perlRunner = `my ($prctl, $setsid, $supersede, @cmd) = @ARGV;
+const perlRunner = `my ($prctl, $setsid, @cmd) = @ARGV;
 syscall($prctl + 0, 36, 1);
 my $D = $ENV{STEP_DIR};
 sub put { open(my $h, '>', "$D/$_[0]") or return; syswrite $h, $_[1]; close $h }
@@ -19,13 +19,46 @@ sub tail {
 	local $/;
 	return scalar(<$h>) // '';
 }
+# The state functions of the sh runner (stateFuncs), for supersede.
+sub alive {
+	open(my $h, '<', "$_[0]/runner") or return 0;
+	my ($pid, $start) = split ' ', (<$h> // '');
+	open(my $s, '<', "/proc/" . ($pid // 0) . "/stat") or return 0;
+	return defined $start && ((split / /, scalar <$s>)[21] // '') eq $start;
+}
+sub ended {
+	my $d = shift;
+	return 1 if -s "$d/exit";
+	return 0 if alive($d);
+	return 1 if -s "$d/runner";
+	return time - ((stat $d)[9] // time) > 30;
+}
+sub cancel {
+	my $d = shift;
+	return if -s "$d/exit";
+	open(my $c, '>', "$d/cancelled") and close $c;
+	return unless alive($d) && open(my $g, '<', "$d/pgid");
+	kill 'KILL', -$1 if (<$g> // '') =~ /^([1-9]\d*)/;
+}
+# supersede cancels the steps of this one's ID still running and removes
+# those ended: in this process, where the sh runner forks for it.
+sub supersede {
+	my ($up, $me) = $D =~ m{\A(.*)/(.*)-[^-]*\z} or return;
+	opendir(my $dh, $up) or return;
+	for my $name (grep { /\A\Q$me\E-.{16}\z/s } readdir $dh) {
+		my $d = "$up/$name";
+		next if $d eq $D || !-d $d;
+		if (!ended($d)) { cancel($d); next }
+		opendir(my $files, $d) or next;
+		unlink map { "$d/$_" } grep { $_ ne '.' && $_ ne '..' } readdir $files;
+		rmdir $d;
+	}
+}
 unless (mkdir $D) { (my $up = $D) =~ s{/[^/]*\z}{}; mkdir $up; mkdir $D or exit 86 }
 open(my $stat, '<', "/proc/$$/stat") or exit 1;
 put('runner', "$$ " . (split / /, scalar <$stat>)[21] . "\n");
 put('progress', '');
-if (($ENV{STEP_SUPERSEDE} // '') eq '1' && defined(my $p = fork)) {
-	unless ($p) { exec 'sh', '-c', $supersede, 'step', $D; exit 127 }
-}
+supersede() if ($ENV{STEP_SUPERSEDE} // '') eq '1';
 pipe(my $r, my $w) or exit 1;
 defined(my $pid = fork) or exit 1;
 unless ($pid) {

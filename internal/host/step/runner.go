@@ -104,7 +104,7 @@ func (r *Runner) launch(ctx context.Context, container string, s Step, env map[s
 }
 
 // launcher is every step's command before the step's own.
-var launcher = []string{"sh", "-c", reaper, "step", runner, perlRunner, supersedeScript}
+var launcher = []string{"sh", "-c", reaper, "step", runner, perlRunner}
 
 // launchCmd is the runner of s's command, its environment to come.
 func launchCmd(s Step) []string {

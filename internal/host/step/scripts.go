@@ -21,13 +21,12 @@ const runnerTaken = 86 // see RunnerExit
 // (PR_SET_CHILD_SUBREAPER, 36), so a process of the step orphaned later comes
 // to it, not to PID 1. The machine is read from /proc (a builtin read; uname
 // is a fork), from uname where /proc lacks it.
-// Arguments: the sh runner, the perl runner, the supersede script, then the
-// step's command.
-const reaper = `s=$1 p=$2 k=$3; shift 3
+// Arguments: the sh runner, the perl runner, then the step's command.
+const reaper = `s=$1 p=$2; shift 2
 m=; read -r m 2>/dev/null < /proc/sys/kernel/arch || m=$(uname -m 2>/dev/null)
 case $m in x86_64) n="157 112" ;; aarch64|riscv64) n="167 157" ;; *) n= ;; esac
 if [ -n "$n" ] && command -v perl >/dev/null 2>&1; then
-	exec perl -e "$p" -- $n "$k" "$@"
+	exec perl -e "$p" -- $n "$@"
 fi
 exec sh -c "$s" step "$@"`
 
@@ -150,9 +149,6 @@ const observeScript = prelude + `observe "$3" "$2"`
 const cancelScript = prelude + `appears "$3"
 cancel
 observe 0 "$2"`
-
-// supersedeScript is the perl runner's supersede (its $1 the step's directory).
-const supersedeScript = prelude + "supersede"
 
 // forgetScript removes step $1's directory once it has ended, so that its
 // key may run again; a step still running is left, and its state printed
