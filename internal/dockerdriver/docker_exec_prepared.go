@@ -15,26 +15,33 @@ import (
 	"github.com/moby/moby/client"
 )
 
-// holdScript holds the command in "$@" until its environment arrives on stdin
-// (heldEnv's lines, then a line "."), then runs it in place of the shell, its
-// stdin /dev/null. When stdin closes first (Close), the command never runs. Its
-// own variables start with heldPrefix, which CheckHeldEnv refuses.
-// Note: Run does not half-close stdin; proxies in front of a daemon may take that
-// for the end of the whole connection.
-const holdScript = `_held_nl='
+// HoldRead reads the environment a prepared exec's Run sends on stdin and
+// exports it, in sh: the lines heldEnv writes (export NAME='value', each
+// quote in the value closed, escaped and reopened, each newline as
+// "$_held_nl" between quotes), then a line ".". When stdin ends
+// first (Close) it exits 125: the command never ran. The hold script starts
+// with it; a command that holds itself (ExecSpec.HoldsItself) in sh may too.
+// Its own variables start with heldPrefix, which CheckHeldEnv refuses.
+const HoldRead = `_held_nl='
 '
 _held_s=
-while IFS= read -r _held_l; do
-	if [ "$_held_l" = . ]; then
-		eval "$_held_s"
-		exec "$@" </dev/null
-	fi
+while :; do
+	IFS= read -r _held_l || exit 125
+	[ "$_held_l" = . ] && break
 	_held_s="$_held_s$_held_l$_held_nl"
 done
-exit 125`
+eval "$_held_s"`
+
+// holdScript holds the command in "$@" until its environment arrives on stdin
+// (HoldRead), then runs it in place of the shell, its stdin /dev/null.
+// Note: Run does not half-close stdin; proxies in front of a daemon may take that
+// for the end of the whole connection.
+const holdScript = HoldRead + `
+exec "$@" </dev/null`
 
 // PrepareExec: see Driver. The exec is created and started at once (what costs
-// an exec start), as a shell that reads the environment from stdin.
+// an exec start), as a shell that reads the environment from stdin (or as the
+// command itself, when it holds itself).
 func (d *Docker) PrepareExec(ctx context.Context, nameOrID string, spec ExecSpec) (PreparedExec, error) {
 	ref := ExecRef(nameOrID, spec.Cmd)
 	if nameOrID == "" || len(spec.Cmd) == 0 {
@@ -47,8 +54,12 @@ func (d *Docker) PrepareExec(ctx context.Context, nameOrID string, spec ExecSpec
 	if err := d.refuseBusy(ctx, nameOrID, ref); err != nil {
 		return fail(err)
 	}
+	cmd := append([]string{"sh", "-c", holdScript, "sh"}, spec.Cmd...)
+	if spec.HoldsItself {
+		cmd = spec.Cmd
+	}
 	created, err := d.cli.ExecCreate(ctx, nameOrID, client.ExecCreateOptions{
-		Cmd:          append([]string{"sh", "-c", holdScript, "sh"}, spec.Cmd...),
+		Cmd:          cmd,
 		Env:          envList(spec.Env),
 		AttachStdin:  true,
 		AttachStdout: true,

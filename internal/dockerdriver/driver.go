@@ -160,6 +160,12 @@ type ExecSpec struct {
 	// OutputLimit is how many trailing bytes of each stream to keep
 	// (0: DefaultOutputLimit).
 	OutputLimit int
+	// HoldsItself (PrepareExec only) says Cmd reads the environment Run
+	// sends on stdin itself, as HoldRead does, before it does anything that
+	// counts, and exits when stdin ends first: it starts at PrepareExec, so
+	// what it does before reading (an interpreter's start) is not on Run's
+	// path. Otherwise the driver holds Cmd in a shell that reads it.
+	HoldsItself bool
 }
 
 // PreparedExec is a command started ahead in a container (PrepareExec) and held

@@ -88,13 +88,16 @@ func (s *Server) run(p *execProc, done <-chan struct{}, conn net.Conn, stdin *bu
 	if conn != nil {
 		defer func() { _ = conn.Close() }()
 	}
-	if isHeld(cmd, p.stdin) && stdin != nil {
+	if p.stdin && stdin != nil { // held: by the hold script, or by itself
 		extra, ok := waitHeld(conn, stdin, done)
 		if !ok {
 			s.finish(p, 125, nil) // the hold script's exit: its command never ran
 			return
 		}
-		cmd, env = cmd[4:], append(env, extra...)
+		if isHeld(cmd, p.stdin) {
+			cmd = cmd[4:]
+		}
+		env = append(env, extra...)
 		s.mu.Lock()
 		p.cmd = cmd
 		s.mu.Unlock()

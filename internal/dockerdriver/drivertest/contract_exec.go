@@ -192,6 +192,7 @@ func (c contract) preparedExec(t *testing.T) {
 	p.Close()
 
 	t.Run("abandoned", func(t *testing.T) { preparedAbandoned(t, ctx, d, s.Name, quick) })
+	t.Run("holding itself", func(t *testing.T) { preparedHoldsItself(t, ctx, d, env, s.Name, awkward) })
 	t.Run("its container gone", func(t *testing.T) { preparedContainerGone(t, ctx, d, env, quick) })
 
 	t.Run("bad variable name", func(t *testing.T) {
@@ -204,6 +205,29 @@ func (c contract) preparedExec(t *testing.T) {
 		wantKind(t, err, dd.ErrInvalid)
 	})
 	t.Run("timeout from Run, then busy", func(t *testing.T) { preparedTimeout(t, ctx, d, env, s.Name, quick) })
+}
+
+// preparedHoldsItself: a command that reads its environment itself
+// (HoldsItself) gets Run's, an awkward value whole, and answers as any; one
+// closed before Run leaves its container free.
+func preparedHoldsItself(t *testing.T, ctx context.Context, d dd.Driver, env Env, name, awkward string) {
+	spec := dd.ExecSpec{Cmd: env.Command(Script{HoldsItself: true, EchoEnv: []string{"SANDBOX_SECRET"}, Exit: 4}), HoldsItself: true}
+	p, err := d.PrepareExec(ctx, name, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, err := p.Run(ctx, map[string]string{"SANDBOX_SECRET": awkward}); err != nil || r.ExitCode != 4 || r.Stdout != awkward+"\n" {
+		t.Errorf("Run of a command holding itself = %+v, %v; want exit 4 and %q", r, err, awkward+"\n")
+	}
+	q, err := d.PrepareExec(ctx, name, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q.Close()
+	quick := env.Command(Script{Stdout: []string{"ok"}})
+	if r, err := d.Exec(ctx, name, dd.ExecSpec{Cmd: quick}); err != nil || r.Stdout != "ok\n" {
+		t.Errorf("Exec after one holding itself was closed = %+v, %v; want ok", r, err)
+	}
 }
 
 // preparedAbandoned: a prepared exec closed never runs, and leaves its container free.

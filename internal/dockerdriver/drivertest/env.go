@@ -93,11 +93,17 @@ type Script struct {
 	Sleep time.Duration
 	// Exit is the exit code.
 	Exit int
+	// HoldsItself: first read the environment from stdin, as
+	// dockerdriver.HoldRead does (a command for ExecSpec.HoldsItself).
+	HoldsItself bool
 }
 
 // ShellCommand renders s for a POSIX shell (busybox sh will do).
 func ShellCommand(s Script) []string {
 	var parts []string
+	if s.HoldsItself {
+		parts = append(parts, dockerdriver.HoldRead)
+	}
 	for _, l := range s.Stdout {
 		parts = append(parts, "echo "+shellQuote(l))
 	}

@@ -21,6 +21,8 @@ type Script struct {
 	Cat        []string
 	Sleep      time.Duration
 	Exit       int
+	// HoldsItself: the fake gives a held command its environment itself.
+	HoldsItself bool
 }
 
 const scriptArg0 = "/fake/script"
