@@ -157,8 +157,13 @@ echo started >> "$STEP_PROGRESS"; wait`}}
 		logs, _ := d.LogsTail(ctx, c.ID, 10)
 		t.Errorf("postgres' children were %v before the cancel and %v after: it restarted them; its log:\n%s", before, after, logs)
 	}
-	if st, err := r.Start(ctx, c.ID, s); err != nil || st.Phase != step.Cancelled {
+	// Note: an inline wait the launch outlasts on no loaded machine (a Start
+	// whose runner has not ended by then answers Running, to be observed).
+	if st, err := step.New(d, within).Start(ctx, c.ID, s); err != nil || st.Phase != step.Cancelled {
 		t.Errorf("Start of a step cancelled = %+v, %v; want it left Cancelled, not run again", st, err)
+	}
+	if n := running(t, d, c, mark); n != 0 {
+		t.Errorf("%d processes of the step after a Start of it cancelled; want none: it ran again", n)
 	}
 }
 

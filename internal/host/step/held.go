@@ -30,7 +30,7 @@ type heldLauncher struct {
 func (r *Runner) Hold(container string, s Step) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	p, err := r.driver.PrepareExec(ctx, container, dd.ExecSpec{Cmd: launchCmd(s), OutputLimit: 8 << 10})
+	p, err := r.driver.PrepareExec(ctx, container, dd.ExecSpec{Cmd: launchCmd(s), OutputLimit: 8 << 10, HoldsItself: true})
 	if err != nil {
 		return // the next step prepares its own, as the first did
 	}

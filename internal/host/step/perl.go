@@ -3,13 +3,30 @@ package step
 // perlRunner is the runner (see runner) in one perl process, where the image
 // has perl: it forks once, for the step, where the sh runner forks half a
 // dozen times, and it loads no module (POSIX alone costs 16 ms to start).
-// Its arguments: the syscall numbers of prctl and setsid on this machine,
-// then the step's command. What it keeps in the step's
+// It reads its environment from stdin first (see reaper). Its arguments: the
+// syscall numbers of prctl and setsid on this machine, then the step's command. What it keeps in the step's
 // directory and prints as it ends is the sh runner's, to the byte, so the
 // state scripts read either: runner (pid and start time), progress, pgid
 // (the step's, written by the step before it checks for a Cancel), out (the
 // output's last 4 KiB), exit (one write).
 const perlRunner = `my ($prctl, $setsid, @cmd) = @ARGV;
+# The environment, as dd.HoldRead reads it: export NAME='value' lines (a
+# quote closed, escaped and reopened; a newline as "$_held_nl"), then ".".
+while (1) {
+	my $l = <STDIN>;
+	exit 125 unless defined $l && $l =~ s/\n\z//;
+	last if $l eq '.';
+	my ($k, $q) = $l =~ /\Aexport ([A-Za-z_][A-Za-z0-9_]*)=(.*)\z/s or exit 125;
+	my $v = '';
+	while (length $q) {
+		if ($q =~ s/\A'([^']*)'//) { $v .= $1 }
+		elsif ($q =~ s/\A\\'//) { $v .= "'" }
+		elsif ($q =~ s/\A"\$_held_nl"//) { $v .= "\n" }
+		else { exit 125 }
+	}
+	$ENV{$k} = $v;
+}
+open STDIN, '<', '/dev/null';
 syscall($prctl + 0, 36, 1);
 my $D = $ENV{STEP_DIR};
 sub put { open(my $h, '>', "$D/$_[0]") or return; syswrite $h, $_[1]; close $h }

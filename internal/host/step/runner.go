@@ -96,7 +96,7 @@ func (r *Runner) launch(ctx context.Context, container string, s Step, env map[s
 			return res, ended, err
 		}
 	}
-	p, err := r.driver.PrepareExec(ctx, container, dd.ExecSpec{Cmd: cmd, OutputLimit: 8 << 10})
+	p, err := r.driver.PrepareExec(ctx, container, dd.ExecSpec{Cmd: cmd, OutputLimit: 8 << 10, HoldsItself: true})
 	if err != nil {
 		return dd.ExecResult{}, false, err
 	}

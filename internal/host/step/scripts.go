@@ -1,5 +1,7 @@
 package step
 
+import dd "github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver"
+
 // Base is where a container keeps its steps' state: one directory per key.
 const Base = "/tmp/sandbox-steps"
 
@@ -20,7 +22,10 @@ const runnerTaken = 86 // see RunnerExit
 // operation on a busy host; and it makes itself the child subreaper
 // (PR_SET_CHILD_SUBREAPER, 36), so a process of the step orphaned later comes
 // to it, not to PID 1. The machine is read from /proc (a builtin read; uname
-// is a fork), from uname where /proc lacks it.
+// is a fork), from uname where /proc lacks it. It holds itself
+// (dd.ExecSpec.HoldsItself): it starts when the launch is prepared, and perl
+// (or, for the sh runner, the reaper) reads the environment on stdin, so the
+// shell's and perl's starts are not on the launch's path.
 // Arguments: the sh runner, the perl runner, then the step's command.
 const reaper = `s=$1 p=$2; shift 2
 m=; read -r m 2>/dev/null < /proc/sys/kernel/arch || m=$(uname -m 2>/dev/null)
@@ -28,7 +33,8 @@ case $m in x86_64) n="157 112" ;; aarch64|riscv64) n="167 157" ;; *) n= ;; esac
 if [ -n "$n" ] && command -v perl >/dev/null 2>&1; then
 	exec perl -e "$p" -- $n "$@"
 fi
-exec sh -c "$s" step "$@"`
+` + dd.HoldRead + `
+exec sh -c "$s" step "$@" </dev/null`
 
 // stateFuncs are what every script knows of the step directory $D.
 //   - alive: the runner recorded in runner (pid and start time, so that a pid

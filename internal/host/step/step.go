@@ -5,8 +5,9 @@
 // ends within them is answered by its runner at once, a slower one runs on,
 // detached, and later calls Observe it from the state it keeps in the
 // container; Cancel stops it, and a step that Supersedes stops the others of
-// its ID. A runner held ahead (Hold) costs no exec start, so a fast step costs
-// what one prepared exec does. The state lives in the container, not in the
+// its ID. A runner held ahead (Hold) costs no exec start, and holds itself
+// (it is already running, perl started, when its environment comes), so a
+// fast step costs what one prepared exec does and a fork. The state lives in the container, not in the
 // manager, so a restarted manager finds a step where it is and never runs it
 // twice.
 //
