@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -64,7 +65,10 @@ func (r *Reconciler) ensureSecret(ctx context.Context, sb *sandboxv1.Sandbox) (*
 	}
 	exists := err == nil
 	if exists && !metav1.IsControlledBy(secret, sb) {
-		return nil, errSecretConflict{name: key.Name}
+		if dropped, err := dropLeftover(ctx, r.Client, r.APIReader, secret); err != nil || !dropped {
+			return nil, cmp.Or(err, error(errSecretConflict{name: key.Name}))
+		}
+		secret, exists = &corev1.Secret{}, false
 	}
 	creds := &credentials{passwords: map[string]string{}, secret: secret, inSecret: map[string]bool{}}
 	var kept map[string]string

@@ -14,7 +14,6 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
@@ -77,8 +76,9 @@ func (r *Reconciler) begin(ctx context.Context, req ctrl.Request) (context.Conte
 	if err := r.Get(ctx, req.NamespacedName, sb); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.forget(req.NamespacedName)
+			return ctx, nil, r.dropLeftoverOf(ctx, req.NamespacedName)
 		}
-		return ctx, nil, client.IgnoreNotFound(err)
+		return ctx, nil, err
 	}
 	// Note: an owned Secret's event reaches every host's queue; only the Sandbox's host acts.
 	if sb.Spec.DockerHost != r.Scope.Name {

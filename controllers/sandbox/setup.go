@@ -59,12 +59,13 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// Note: annotations too, for AnnotationReleaseDockerHost.
 		For(&sandboxv1.Sandbox{}, builder.WithPredicates(index.BoundToHost(r.Scope.Name), predicate.Or[client.Object](
 			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
-		// A credentials Secret deleted by hand is re-made at once. Note: as metadata
+		// A credentials Secret deleted by hand is re-made at once; one made once its
+		// Sandbox had left the cache may be a leftover (leftover.go). Note: as metadata
 		// only (of the Secrets carrying SecretLabel: CacheOptions), so that what a
 		// tenant puts in a Secret costs the manager nothing; its data is read from
 		// the API server where it is needed.
 		Owns(&corev1.Secret{}, builder.OnlyMetadata, builder.WithPredicates(predicate.Funcs{
-			CreateFunc: func(event.CreateEvent) bool { return false },
+			CreateFunc: func(e event.CreateEvent) bool { return r.ownerNotCached(e.Object) },
 			UpdateFunc: func(event.UpdateEvent) bool { return false },
 		})).
 		WatchesRawSource(source.Channel(r.requeue, &handler.TypedEnqueueRequestForObject[*sandboxv1.Sandbox]{})).

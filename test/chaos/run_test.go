@@ -110,7 +110,9 @@ func (r *run) execute(ctx context.Context) []violation {
 	r.cycle = warm
 	r.mu.Unlock()
 	sleep(ctx, r.s.warmup)
-	r.check(ctx, warm)
+	if !r.check(ctx, warm) && r.giveUp(warm) {
+		return r.violations
+	}
 	order := schedule(r.faultRand, r.s.faults, r.s.cycles)
 	for i, kind := range order {
 		if ctx.Err() != nil {
@@ -127,35 +129,29 @@ func (r *run) execute(ctx context.Context) []violation {
 			break
 		}
 		r.stats.injected[kind]++
-		r.check(ctx, c)
-		if r.caught() {
+		if !r.check(ctx, c) && r.giveUp(c) || r.caught() {
 			break
 		}
 	}
 	return r.violations
 }
 
-// caught says whether an invariant of stopOn was violated.
-func (r *run) caught() bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return slices.ContainsFunc(r.violations, func(v violation) bool { return slices.Contains(r.s.stopOn, v.invariant) })
-}
-
 // lost reports a Sandbox that vanished although nobody deleted it.
 func (r *run) lost(_ *record, why string) { r.violate(invDeleted, why) }
 
 // check pauses the workload, waits until everything settled (every Sandbox Ready,
-// the deleted ones gone, nothing leaked) and checks the invariants.
-func (r *run) check(ctx context.Context, c *cycle) {
+// the deleted ones gone, nothing leaked) and checks the invariants; it says
+// whether everything settled within the bound.
+func (r *run) check(ctx context.Context, c *cycle) bool {
 	r.w.ops.Lock()
 	defer r.w.ops.Unlock()
 	end := time.Now()
 	var st state
 	var err error
+	settled := false
 	for deadline := end.Add(r.s.bound); ; {
 		st, err = r.look(ctx, r.lost)
-		if err == nil && st.settled() {
+		if settled = err == nil && st.settled(); settled {
 			r.stats.recovery[c.fault] = append(r.stats.recovery[c.fault], time.Since(end))
 			break
 		}
@@ -188,7 +184,9 @@ func (r *run) check(ctx context.Context, c *cycle) {
 			r.violate(invPanic, p)
 		}
 	}
-	r.t.Logf("cycle %d: %s%s; %d live, recovered in %s", c.n, c.fault, targetNote(c), len(r.w.records()), time.Since(end).Round(100*time.Millisecond))
+	outcome := map[bool]string{true: "recovered in", false: "not settled after"}[settled]
+	r.t.Logf("cycle %d: %s%s; %d live, %s %s", c.n, c.fault, targetNote(c), len(r.w.records()), outcome, time.Since(end).Round(100*time.Millisecond))
+	return settled
 }
 
 func targetNote(c *cycle) string {

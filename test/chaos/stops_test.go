@@ -1,0 +1,21 @@
+package chaos
+
+import "slices"
+
+// giveUp ends a run without planted bugs at a cycle that did not settle:
+// each later cycle would only wait out the bound again (a Secret leaked for good
+// once held a run of ten cycles past the suite's timeout, saying nothing).
+func (r *run) giveUp(c *cycle) bool {
+	if len(r.s.stopOn) > 0 {
+		return false
+	}
+	r.t.Logf("cycle %d did not settle within %s: the run ends here (its violations say why)", c.n, r.s.bound)
+	return true
+}
+
+// caught says whether an invariant of stopOn was violated.
+func (r *run) caught() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.ContainsFunc(r.violations, func(v violation) bool { return slices.Contains(r.s.stopOn, v.invariant) })
+}
