@@ -3,13 +3,20 @@ package step
 // perlRunner is the runner (see runner) in one perl process, where the image
 // has perl: it forks once, for the step, where the sh runner forks half a
 // dozen times, and it loads no module (POSIX alone costs 16 ms to start).
-// It reads its environment from stdin first (see reaper). Its arguments: the
-// syscall numbers of prctl and setsid on this machine, then the step's command. What it keeps in the step's
-// directory and prints as it ends is the sh runner's, to the byte, so the
-// state scripts read either: runner (pid and start time), progress, pgid
-// (the step's, written by the step before it checks for a Cancel), out (the
-// output's last 4 KiB), exit (one write).
-const perlRunner = `my ($prctl, $setsid, @cmd) = @ARGV;
+// It reads its environment from stdin first (see reaper). It makes itself
+// the child subreaper (PR_SET_CHILD_SUBREAPER, 36), so a process of the step
+// orphaned later comes to it, not to PID 1, where it knows prctl's syscall
+// number: by the machine its own binary is built for (the ELF header's
+// e_machine: x86_64, aarch64, riscv64), which an emulated image's is too. The
+// step's process group is perl's own setpgrp, which needs no number. Its
+// arguments: the step's command. What it keeps in the step's directory and
+// prints as it ends is the sh runner's, so the state scripts read either:
+// runner (pid and start time), progress (made by the step, if it reports
+// any), pgid (the step's, written by the step before it checks for a Cancel),
+// out (the output's last 4 KiB), exit (one write). What is not needed before
+// the step starts (removing the ended steps its start supersedes) is done
+// while it runs.
+const perlRunner = `my @cmd = @ARGV;
 # The environment, as dd.HoldRead reads it: export NAME='value' lines (a
 # quote closed, escaped and reopened; a newline as "$_held_nl"), then ".".
 while (1) {
@@ -27,7 +34,11 @@ while (1) {
 	$ENV{$k} = $v;
 }
 open STDIN, '<', '/dev/null';
-syscall($prctl + 0, 36, 1);
+# Note: a my variable is seen from the next statement on.
+my ($exe, $elf, $prctl);
+open($exe, '<', '/proc/self/exe') && sysread($exe, $elf, 20) == 20 and
+	$prctl = {62 => 157, 183 => 167, 243 => 167}->{unpack('v', substr($elf, 18, 2))};
+syscall($prctl, 36, 1) if $prctl;
 my $D = $ENV{STEP_DIR};
 sub put { open(my $h, '>', "$D/$_[0]") or return; syswrite $h, $_[1]; close $h }
 sub tail {
@@ -53,33 +64,40 @@ sub ended {
 sub cancel {
 	my $d = shift;
 	return if -s "$d/exit";
-	open(my $c, '>', "$d/cancelled") and close $c;
+	if (open(my $c, '>', "$d/cancelled")) { close $c }
 	return unless alive($d) && open(my $g, '<', "$d/pgid");
 	kill 'KILL', -$1 if (<$g> // '') =~ /^([1-9]\d*)/;
 }
-# supersede cancels the steps of this one's ID still running and removes
-# those ended: in this process, where the sh runner forks for it.
+# supersede cancels the steps of this one's ID still running, and answers
+# those ended, for remove once the step runs: in this process, where the sh
+# runner forks for it.
 sub supersede {
 	my ($up, $me) = $D =~ m{\A(.*)/(.*)-[^-]*\z} or return;
 	opendir(my $dh, $up) or return;
+	my @ended;
 	for my $name (grep { /\A\Q$me\E-.{16}\z/s } readdir $dh) {
 		my $d = "$up/$name";
 		next if $d eq $D || !-d $d;
-		if (!ended($d)) { cancel($d); next }
+		if (ended($d)) { push @ended, $d } else { cancel($d) }
+	}
+	return @ended;
+}
+sub remove {
+	for my $d (@_) {
 		opendir(my $files, $d) or next;
 		unlink map { "$d/$_" } grep { $_ ne '.' && $_ ne '..' } readdir $files;
 		rmdir $d;
 	}
 }
 unless (mkdir $D) { (my $up = $D) =~ s{/[^/]*\z}{}; mkdir $up; mkdir $D or exit 86 }
-open(my $stat, '<', "/proc/$$/stat") or exit 1;
+sub fail { syswrite STDERR, "step runner: $_[0]: $!\n"; exit 1 }
+open(my $stat, '<', "/proc/$$/stat") or fail("reading /proc/$$/stat");
 put('runner', "$$ " . (split / /, scalar <$stat>)[21] . "\n");
-put('progress', '');
-supersede() if ($ENV{STEP_SUPERSEDE} // '') eq '1';
-pipe(my $r, my $w) or exit 1;
-defined(my $pid = fork) or exit 1;
+my @ended = ($ENV{STEP_SUPERSEDE} // '') eq '1' ? supersede() : ();
+pipe(my $r, my $w) or fail('pipe');
+defined(my $pid = fork) or fail('fork');
 unless ($pid) {
-	syscall($setsid + 0);
+	setpgrp(0, 0);
 	put('pgid', "$$\n");
 	exit 137 if -e "$D/cancelled";
 	open STDIN, '<', '/dev/null';
@@ -91,6 +109,7 @@ unless ($pid) {
 	exit 127;
 }
 close $w;
+remove(@ended);
 # Read the output until its end, reaping the step as it ends (its SIGCHLD
 # cuts the select short) and killing what it left in its group, whose
 # holding the output would otherwise keep the end away.

@@ -15,26 +15,20 @@ const RunnerExit = 87
 // runnerTaken is the exit code of a runner that found its key taken.
 const runnerTaken = 86 // see RunnerExit
 
-// reaper runs the step's runner: the one in perl where the image has perl
-// and the machine's syscall numbers are known (prctl, setsid), else the one
-// in sh. The perl runner is one process where the sh one forks half a dozen
-// (its mkdir, fifo, tail, setsid, shell), each milliseconds of every data
-// operation on a busy host; and it makes itself the child subreaper
-// (PR_SET_CHILD_SUBREAPER, 36), so a process of the step orphaned later comes
-// to it, not to PID 1. The machine is read from /proc (a builtin read; uname
-// is a fork), from uname where /proc lacks it. It holds itself
+// reaper runs the step's runner: the one in perl where the image has perl,
+// else the one in sh. The perl runner is one process where the sh one forks
+// half a dozen (its mkdir, fifo, tail, setsid, shell), each milliseconds of
+// every data operation on a busy host. It holds itself
 // (dd.ExecSpec.HoldsItself): it starts when the launch is prepared, and perl
 // (or, for the sh runner, the reaper) reads the environment on stdin, so the
-// shell's and perl's starts are not on the launch's path.
+// shell's and perl's starts are not on the launch's path. Its own variables
+// start with the hold script's prefix, which no step's environment may use
+// (dd.CheckHeldEnv): the environment is read in its shell.
 // Arguments: the sh runner, the perl runner, then the step's command.
-const reaper = `s=$1 p=$2; shift 2
-m=; read -r m 2>/dev/null < /proc/sys/kernel/arch || m=$(uname -m 2>/dev/null)
-case $m in x86_64) n="157 112" ;; aarch64|riscv64) n="167 157" ;; *) n= ;; esac
-if [ -n "$n" ] && command -v perl >/dev/null 2>&1; then
-	exec perl -e "$p" -- $n "$@"
-fi
+const reaper = `_held_run=$1 _held_perl=$2; shift 2
+command -v perl >/dev/null 2>&1 && exec perl -e "$_held_perl" -- "$@"
 ` + dd.HoldRead + `
-exec sh -c "$s" step "$@" </dev/null`
+exec sh -c "$_held_run" step "$@" </dev/null`
 
 // stateFuncs are what every script knows of the step directory $D.
 //   - alive: the runner recorded in runner (pid and start time, so that a pid
