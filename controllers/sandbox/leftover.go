@@ -49,7 +49,10 @@ func dropLeftover(ctx context.Context, c client.Writer, api client.Reader, s met
 	}
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: s.GetNamespace(), Name: s.GetName()}}
 	err := c.Delete(ctx, secret, client.Preconditions{UID: new(s.GetUID())})
-	if client.IgnoreNotFound(err) != nil {
+	switch {
+	case apierrors.IsNotFound(err):
+		return true, nil // its teardown's delete, seen late by the cache
+	case err != nil:
 		return false, fmt.Errorf("deleting Secret %s, left by a gone Sandbox: %w", s.GetName(), err)
 	}
 	logf.FromContext(ctx).Info("Deleted a credentials Secret its gone Sandbox left", "secret", s.GetName(), "sandboxUID", s.GetLabels()[SecretLabel])
