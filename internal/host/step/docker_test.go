@@ -54,7 +54,9 @@ echo "2 of 2: b.sql" >> "$STEP_PROGRESS"`}, Env: map[string]string{"GATE": gate}
 	}
 
 	fast := step.New(d, 20*time.Second)
-	if st, err := fast.Start(ctx, c.ID, step.Step{ID: "fast", Argv: []string{"true"}}); err != nil || st.Phase != step.Done {
+	// Its environment names what a runner's shell might call its own.
+	env := map[string]string{"s": "exit 9", "p": "exit 9", "m": "x", "n": "1 2", "D": "/nowhere"}
+	if st, err := fast.Start(ctx, c.ID, step.Step{ID: "fast", Argv: []string{"true"}, Env: env}); err != nil || st.Phase != step.Done {
 		t.Errorf("Start of a step that ends within the inline wait = %+v, %v; want Done", st, err)
 	}
 	bad := step.Step{ID: "bad", Argv: []string{"sh", "-c", `printf '%0300d\033]0;title\a\n' 7 >> "$STEP_PROGRESS"
