@@ -1,8 +1,9 @@
 package step
 
 // perlRunner is the runner (see runner) in one perl process, where the image
-// has perl: it forks once, for the step, where the sh runner forks half a
-// dozen times, and it loads no module (POSIX alone costs 16 ms to start).
+// has perl: it forks once, for the step, as the launch is prepared (the sh
+// runner forks half a dozen times as the step starts), and it loads no module
+// (POSIX alone costs 16 ms to start).
 // It reads its environment from stdin first (see reaper). It makes itself
 // the child subreaper (PR_SET_CHILD_SUBREAPER, 36), so a process of the step
 // orphaned later comes to it, not to PID 1, where it knows prctl's syscall
@@ -17,28 +18,68 @@ package step
 // the step starts (removing the ended steps its start supersedes) is done
 // while it runs.
 const perlRunner = `my @cmd = @ARGV;
-# The environment, as dd.HoldRead reads it: export NAME='value' lines (a
-# quote closed, escaped and reopened; a newline as "$_held_nl"), then ".".
-while (1) {
-	my $l = <STDIN>;
-	exit 125 unless defined $l && $l =~ s/\n\z//;
-	last if $l eq '.';
-	my ($k, $q) = $l =~ /\Aexport ([A-Za-z_][A-Za-z0-9_]*)=(.*)\z/s or exit 125;
-	my $v = '';
-	while (length $q) {
-		if ($q =~ s/\A'([^']*)'//) { $v .= $1 }
-		elsif ($q =~ s/\A\\'//) { $v .= "'" }
-		elsif ($q =~ s/\A"\$_held_nl"//) { $v .= "\n" }
-		else { exit 125 }
+# readenv reads the environment as dd.HoldRead does: export NAME='value'
+# lines (a quote closed, escaped and reopened; a newline as "$_held_nl"),
+# then ".". It answers it and its lines, or nothing when they end first or
+# one is not of that form.
+sub readenv {
+	my $fh = shift;
+	my (%env, $lines);
+	while (1) {
+		my $l = <$fh>;
+		return unless defined $l && $l =~ s/\n\z//;
+		$lines .= "$l\n";
+		return (\%env, $lines . ".\n") if $l eq '.';
+		my ($k, $q) = $l =~ /\Aexport ([A-Za-z_][A-Za-z0-9_]*)=(.*)\z/s or return;
+		my $v = '';
+		while (length $q) {
+			if ($q =~ s/\A'([^']*)'//) { $v .= $1 }
+			elsif ($q =~ s/\A\\'//) { $v .= "'" }
+			elsif ($q =~ s/\A"\$_held_nl"//) { $v .= "\n" }
+			else { return }
+		}
+		$env{$k} = $v;
 	}
-	$ENV{$k} = $v;
 }
-open STDIN, '<', '/dev/null';
 # Note: a my variable is seen from the next statement on.
 my ($exe, $elf, $prctl);
 open($exe, '<', '/proc/self/exe') && sysread($exe, $elf, 20) == 20 and
 	$prctl = {62 => 157, 183 => 167, 243 => 167}->{unpack('v', substr($elf, 18, 2))};
 syscall($prctl, 36, 1) if $prctl;
+# none ends the runner, having run no step: the step's process ends first,
+# reaped here (orphaned, it would go to PID 1, which postgres takes for a
+# crashed backend); fail says why.
+my ($pid, $go);
+sub none { close $go if $go; waitpid($pid, 0) if $pid; exit $_[0] }
+sub fail { syswrite STDERR, "step runner: $_[0]: $!\n"; none(1) }
+# The step's process is forked now, while the launch is held, so that a
+# fork's cost (a copy of this process, milliseconds on a busy host) is not
+# on the step's path: it waits in its own group, its output on the pipe, for
+# the environment (see go below), and ends, having run nothing, if none comes.
+pipe(my $r, my $w) or fail('pipe');
+pipe(my $gor, $go) or fail('pipe');
+defined($pid = fork) or fail('fork');
+unless ($pid) {
+	close $go;
+	setpgrp(0, 0);
+	open STDIN, '<', '/dev/null';
+	open STDOUT, '>&', $w;
+	open STDERR, '>&', $w;
+	my ($env) = readenv($gor) or exit 125;
+	@ENV{keys %$env} = values %$env;
+	my $D = $ENV{STEP_DIR};
+	if (open(my $h, '>', "$D/pgid")) { syswrite $h, "$$\n"; close $h }
+	exit 137 if -e "$D/cancelled";
+	$ENV{STEP_PROGRESS} = "$D/progress";
+	exec { $cmd[0] } @cmd;
+	print STDERR "$cmd[0]: $!\n";
+	exit 127;
+}
+close $w;
+close $gor;
+my ($env, $lines) = readenv(\*STDIN) or none(125);
+@ENV{keys %$env} = values %$env;
+open STDIN, '<', '/dev/null';
 my $D = $ENV{STEP_DIR};
 sub put { open(my $h, '>', "$D/$_[0]") or return; syswrite $h, $_[1]; close $h }
 sub tail {
@@ -89,26 +130,13 @@ sub remove {
 		rmdir $d;
 	}
 }
-unless (mkdir $D) { (my $up = $D) =~ s{/[^/]*\z}{}; mkdir $up; mkdir $D or exit 86 }
-sub fail { syswrite STDERR, "step runner: $_[0]: $!\n"; exit 1 }
+unless (mkdir $D) { (my $up = $D) =~ s{/[^/]*\z}{}; mkdir $up; mkdir $D or none(86) }
 open(my $stat, '<', "/proc/$$/stat") or fail("reading /proc/$$/stat");
 put('runner', "$$ " . (split / /, scalar <$stat>)[21] . "\n");
 my @ended = ($ENV{STEP_SUPERSEDE} // '') eq '1' ? supersede() : ();
-pipe(my $r, my $w) or fail('pipe');
-defined(my $pid = fork) or fail('fork');
-unless ($pid) {
-	setpgrp(0, 0);
-	put('pgid', "$$\n");
-	exit 137 if -e "$D/cancelled";
-	open STDIN, '<', '/dev/null';
-	open STDOUT, '>&', $w;
-	open STDERR, '>&', $w;
-	$ENV{STEP_PROGRESS} = "$D/progress";
-	exec { $cmd[0] } @cmd;
-	print STDERR "$cmd[0]: $!\n";
-	exit 127;
-}
-close $w;
+# go: the step runs.
+syswrite $go, $lines;
+close $go;
 remove(@ended);
 # Read the output until its end, reaping the step as it ends (its SIGCHLD
 # cuts the select short) and killing what it left in its group, whose
