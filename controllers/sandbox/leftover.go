@@ -64,7 +64,8 @@ func dropLeftover(ctx context.Context, c client.Writer, api client.Reader, s met
 func (r *Reconciler) dropLeftoverOf(ctx context.Context, key types.NamespacedName) error {
 	m := &metav1.PartialObjectMetadata{}
 	m.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
-	if err := r.Get(ctx, types.NamespacedName{Namespace: key.Namespace, Name: key.Name + "-sandbox"}, m); err != nil {
+	gone := &sandboxv1.Sandbox{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}
+	if err := r.Get(ctx, types.NamespacedName{Namespace: key.Namespace, Name: sandboxv1.SecretName(gone)}, m); err != nil {
 		return client.IgnoreNotFound(err)
 	}
 	_, err := dropLeftover(ctx, r.Client, r.APIReader, m)
