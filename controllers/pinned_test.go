@@ -8,6 +8,8 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
@@ -115,6 +117,29 @@ var _ = Describe("A Sandbox pinned to a Docker host (spec.dockerHost)", func() {
 			return apierrors.IsNotFound(k8sClient.Get(ctx, client.ObjectKey{Name: "pin-b"}, &sandboxv1.DockerHost{}))
 		}, 45*time.Second).Should(BeTrue(), "a Sandbox that made nothing kept its host from being deleted")
 		Eventually(ct.Condition(sb, sandboxv1.ConditionReady)).Should(Equal("False/DockerHostNotFound"))
+		Expect(b.Calls(fake.VerbCreateContainer)).To(BeZero())
+	})
+
+	It("does not hold its host's deletion while its namespace's policy or quota refuses it", func() {
+		ct.RegisterHost("pin-b", nil, nil)
+		ct.FleetOf(local, map[string]*ct.EngineSim{"pin-b": b})
+		ct.LabelNamespace(ns, "sandbox.roboco.io/tenant", ns)
+		ct.NewPolicy(ns, ns, sandboxv1.SandboxPolicySpec{DockerHostSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"zone": "b"}}})
+		refused := ct.NewSandbox(ns, "refused", "pin-refused", "redis")
+		refused.Spec.DockerHost = "pin-b"
+		Expect(k8sClient.Create(ctx, refused)).To(Succeed())
+		full := ct.NewNamespace()
+		ct.NewQuota(full, sandboxv1.QuotaAmounts{Sandboxes: ptr.To[int32](0)})
+		waits := ct.NewSandbox(full, "waits", "pin-quota", "redis")
+		waits.Spec.DockerHost = "pin-b"
+		Expect(k8sClient.Create(ctx, waits)).To(Succeed())
+		Eventually(ct.Condition(refused, sandboxv1.ConditionStalled)).Should(Equal("True/PolicyViolation"))
+		Eventually(ct.Condition(waits, sandboxv1.ConditionReady)).Should(Equal("False/QuotaExceeded"))
+
+		Expect(k8sClient.Delete(ctx, ct.DockerHost("pin-b"))).To(Succeed())
+		Eventually(func() bool {
+			return apierrors.IsNotFound(k8sClient.Get(ctx, client.ObjectKey{Name: "pin-b"}, &sandboxv1.DockerHost{}))
+		}, 45*time.Second).Should(BeTrue(), "a Sandbox its policy or quota refused (it made nothing) kept its host from being deleted")
 		Expect(b.Calls(fake.VerbCreateContainer)).To(BeZero())
 	})
 

@@ -97,7 +97,7 @@ func (g Gate) onHost(ctx context.Context, r Request, v *Verdict) (int32, error) 
 		d := demand(*r.Admitted)
 		req.Admitted = &d
 	}
-	why, err := a.Admit(ctx, g.Host, req, r.Conditions)
+	why, err := a.Admit(ctx, g.Host, req, r.Waiting)
 	switch {
 	case apierrors.IsConflict(err):
 		v.Retry = true

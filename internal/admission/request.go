@@ -1,10 +1,10 @@
 package admission
 
 import (
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
+	"github.com/roboco-sandbox/sandbox-controller/internal/capacity"
 	"github.com/roboco-sandbox/sandbox-controller/internal/options"
 	"github.com/roboco-sandbox/sandbox-controller/internal/quota"
 )
@@ -19,9 +19,9 @@ const (
 type Request struct {
 	Kind, Namespace, Name string
 	UID                   types.UID
-	// Conditions are its status conditions (capacity.Waiting: whether the
-	// host counts it).
-	Conditions []metav1.Condition
+	// Waiting: it waits to be admitted, so its host does not count it
+	// (capacity.Waiting).
+	Waiting bool
 	// Unit is what one unit takes (a Sandbox's whole demand; one member of a
 	// pool), and Want how many its spec asks (1; a pool's replicas).
 	Unit quota.Amounts
@@ -47,8 +47,8 @@ type Request struct {
 
 // ForSandbox is what sb asks: itself, as its spec says, all or nothing.
 func ForSandbox(o options.Options, sb *sandboxv1.Sandbox) Request {
-	made := quota.MadeAnything(sb)
-	return Request{Kind: KindSandbox, Namespace: sb.Namespace, Name: sb.Name, UID: sb.UID, Conditions: sb.Status.Conditions,
+	made := capacity.MadeAnything(sb)
+	return Request{Kind: KindSandbox, Namespace: sb.Namespace, Name: sb.Name, UID: sb.UID, Waiting: capacity.Waiting(sb),
 		Unit: quota.OfSandbox(o, sb), Want: 1, Recorded: sb.Status.Admitted, Admitted: quota.RecordedSandbox(o, sb),
 		Hold: true, Made: made, Placed: made}
 }
@@ -71,7 +71,7 @@ func ForPool(o options.Options, pool *sandboxv1.SandboxPool, runs, made int) Req
 	if pool.Spec.Replicas != nil {
 		want = *pool.Spec.Replicas
 	}
-	return Request{Kind: KindPool, Namespace: pool.Namespace, Name: pool.Name, UID: pool.UID, Conditions: pool.Status.Conditions,
+	return Request{Kind: KindPool, Namespace: pool.Namespace, Name: pool.Name, UID: pool.UID, Waiting: capacity.Waiting(pool),
 		Unit: quota.Member(o, pool), Want: want, Runs: int32(runs), Recorded: pool.Status.Admitted,
 		Admitted: quota.RecordedPool(o, pool), Made: made > 0}
 }

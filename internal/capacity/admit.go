@@ -20,13 +20,36 @@ import (
 	"github.com/roboco-sandbox/sandbox-controller/internal/options"
 )
 
-// Waiting says an object bound to a host waits to be admitted onto it (its
-// Ready condition says Unschedulable): it made nothing there and holds no room,
-// so the host's allocation does not count it and it does not keep a host
-// being deleted.
-func Waiting(conds []metav1.Condition) bool {
-	c := meta.FindStatusCondition(conds, sandboxv1.ConditionReady)
-	return c != nil && c.Reason == sandboxv1.ReasonUnschedulable
+// Waiting says an object bound to a host waits to be admitted onto it: it
+// made nothing there and holds no room, so the host's allocation does not
+// count it and it does not keep a host being deleted. Any object whose Ready
+// condition says Unschedulable (its host refused it) waits; so does a Sandbox
+// with no record (status.admitted) that made nothing, refused by its
+// namespace's policies (Stalled PolicyViolation) or quotas (Ready
+// QuotaExceeded). A pool they refused may have members running: it counts.
+func Waiting(obj client.Object) bool {
+	conds := conditionsOf(obj)
+	ready := meta.FindStatusCondition(conds, sandboxv1.ConditionReady)
+	if ready != nil && ready.Reason == sandboxv1.ReasonUnschedulable {
+		return true
+	}
+	sb, ok := obj.(*sandboxv1.Sandbox)
+	if !ok || sb.Status.Admitted != nil || MadeAnything(sb) {
+		return false
+	}
+	stalled := meta.FindStatusCondition(conds, sandboxv1.ConditionStalled)
+	return ready != nil && ready.Reason == sandboxv1.ReasonQuotaExceeded ||
+		stalled != nil && stalled.Status == metav1.ConditionTrue && stalled.Reason == sandboxv1.ReasonPolicyViolation
+}
+
+// MadeAnything: a container or a claimed member of sb is recorded.
+func MadeAnything(sb *sandboxv1.Sandbox) bool {
+	for _, s := range sb.Status.Services {
+		if s.ContainerID != "" {
+			return true
+		}
+	}
+	return len(sb.Status.Claims) > 0
 }
 
 // Bound is what the cache shows bound to the host name: the Sandboxes and pools
@@ -49,12 +72,12 @@ func Bound(ctx context.Context, r client.Reader, o options.Options, name string)
 		total.Add(d)
 	}
 	for i := range sandboxes.Items {
-		if sb := &sandboxes.Items[i]; !Waiting(sb.Status.Conditions) {
+		if sb := &sandboxes.Items[i]; !Waiting(sb) {
 			count(string(sb.UID), orDemand(sb.Status.Admitted, OfSandbox(o, sb)))
 		}
 	}
 	for i := range pools.Items {
-		if pool := &pools.Items[i]; !Waiting(pool.Status.Conditions) {
+		if pool := &pools.Items[i]; !Waiting(pool) {
 			count(string(pool.UID), orDemand(pool.Status.Admitted, OfPool(o, pool)))
 		}
 	}
@@ -116,7 +139,7 @@ type Admission struct {
 // every object that entered the (one, shared) cache before it; one admitted
 // since (new, or grown) holds a reservation, written with the host's
 // resourceVersion, until the host's recount counts it.
-func (a Admission) Admit(ctx context.Context, name string, p Request, conds []metav1.Condition) (string, error) {
+func (a Admission) Admit(ctx context.Context, name string, p Request, waiting bool) (string, error) {
 	if p.Admitted != nil && p.Admitted.Covers(p.Need) {
 		return "", nil
 	}
@@ -125,7 +148,7 @@ func (a Admission) Admit(ctx context.Context, name string, p Request, conds []me
 		return "", err
 	}
 	// Note: the hot path (a claim's first pass): nothing to count or reserve.
-	if !Waiting(conds) && h.Spec.Capacity == nil && !h.Spec.Unschedulable && h.DeletionTimestamp.IsZero() {
+	if !waiting && h.Spec.Capacity == nil && !h.Spec.Unschedulable && h.DeletionTimestamp.IsZero() {
 		return "", nil
 	}
 	if err := a.API.Get(ctx, types.NamespacedName{Name: name}, h); err != nil {
@@ -212,7 +235,7 @@ var WaitingChanged = predicate.Funcs{
 	DeleteFunc:  func(event.DeleteEvent) bool { return false },
 	GenericFunc: func(event.GenericEvent) bool { return false },
 	UpdateFunc: func(e event.UpdateEvent) bool {
-		return Waiting(conditionsOf(e.ObjectOld)) != Waiting(conditionsOf(e.ObjectNew)) || AdmittedChanged(e)
+		return Waiting(e.ObjectOld) != Waiting(e.ObjectNew) || AdmittedChanged(e)
 	},
 }
 

@@ -23,7 +23,7 @@ func RecordedSandbox(o options.Options, sb *sandboxv1.Sandbox) *Amounts {
 	if a := FromAdmitted(sb.Status.Admitted); a != nil {
 		return a
 	}
-	if !MadeAnything(sb) {
+	if !capacity.MadeAnything(sb) {
 		return nil
 	}
 	a := OfSandbox(o, sb)
@@ -42,14 +42,4 @@ func RecordedPool(o options.Options, pool *sandboxv1.SandboxPool) *Amounts {
 	}
 	a := Member(o, pool).Times(pool.Status.Replicas)
 	return &a
-}
-
-// MadeAnything: a container or a claimed member of sb is recorded.
-func MadeAnything(sb *sandboxv1.Sandbox) bool {
-	for _, s := range sb.Status.Services {
-		if s.ContainerID != "" {
-			return true
-		}
-	}
-	return len(sb.Status.Claims) > 0
 }
