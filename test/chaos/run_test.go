@@ -110,7 +110,7 @@ func (r *run) execute(ctx context.Context) []violation {
 	r.cycle = warm
 	r.mu.Unlock()
 	sleep(ctx, r.s.warmup)
-	if !r.check(ctx, warm) && r.giveUp(warm) {
+	if !r.check(ctx, warm) && r.giveUp(warm) || r.over() {
 		return r.violations
 	}
 	order := schedule(r.faultRand, r.s.faults, r.s.cycles)
@@ -129,7 +129,7 @@ func (r *run) execute(ctx context.Context) []violation {
 			break
 		}
 		r.stats.injected[kind]++
-		if !r.check(ctx, c) && r.giveUp(c) || r.caught() {
+		if !r.check(ctx, c) && r.giveUp(c) || r.over() {
 			break
 		}
 	}

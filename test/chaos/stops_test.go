@@ -19,3 +19,17 @@ func (r *run) caught() bool {
 	defer r.mu.Unlock()
 	return slices.ContainsFunc(r.violations, func(v violation) bool { return slices.Contains(r.s.stopOn, v.invariant) })
 }
+
+// over says the run has shown what it can: a planted run caught its bug
+// (caught), or a run without planted bugs has a violation: it fails whatever
+// follows, and each further action or cycle would only add its own waits (a
+// DockerHost that stayed held a tenant run's every host deletion for two
+// bounds, past the suite's timeout).
+func (r *run) over() bool {
+	if len(r.s.stopOn) > 0 {
+		return r.caught()
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.violations) > 0
+}

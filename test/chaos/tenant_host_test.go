@@ -149,7 +149,7 @@ func (tn *tenant) reregister(ctx context.Context) {
 	host := tn.r.w.host
 	for end := time.Now().Add(tn.r.s.bound); ; sleep(ctx, time.Second) {
 		h, err := tn.r.h.dockerHost(ctx, host)
-		if apierrors.IsNotFound(err) || err == nil && h.DeletionTimestamp == nil || time.Now().After(end) {
+		if apierrors.IsNotFound(err) || err == nil && h.DeletionTimestamp == nil || time.Now().After(end) || tn.r.over() {
 			break
 		}
 	}

@@ -164,7 +164,8 @@ func (tn *tenant) execute(ctx context.Context, n int) []violation {
 	wg.Go(func() { tn.sample(sctx) })
 	tn.prelude(ctx)
 	for i := range n {
-		if ctx.Err() != nil || r.caught() {
+		if ctx.Err() != nil || r.over() {
+			r.t.Logf("the actions end after %d: the run has its verdict", i)
 			break
 		}
 		kind, target, err := tn.act(ctx, "")
@@ -177,7 +178,7 @@ func (tn *tenant) execute(ctx context.Context, n int) []violation {
 	// bound, and for the dead-Ready bound (and a sample more) after the last
 	// action: a container it removed has that long to be reported.
 	last := time.Now()
-	for end := last.Add(r.s.bound); time.Now().Before(end) && !r.caught() && (!tn.settled() || time.Since(last) <= deadReadyBound); {
+	for end := last.Add(r.s.bound); time.Now().Before(end) && !r.over() && (!tn.settled() || time.Since(last) <= deadReadyBound); {
 		sleep(ctx, time.Second)
 	}
 	stop()
