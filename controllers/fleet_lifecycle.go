@@ -19,22 +19,30 @@ import (
 
 // Retire stops the controllers of a host whose DockerHost was deleted from
 // acting: a Sandbox pinned to its name afterwards is told so, never made on the
-// daemon the host was.
-func (f *fleet) Retire(name string) {
+// daemon the host was. What is still bound to it (waiting: the host went only
+// once nothing of theirs was on it) is told at once, not at its next recheck
+// (a quota's wait looks again every 30 s).
+func (f *fleet) Retire(ctx context.Context, name string) {
 	if hs, ok := f.get(name); ok && !hs.removed.Swap(true) {
 		f.mgr.GetLogger().Info("DockerHost deleted: its controllers act on nothing until it is registered again", "dockerHost", name)
+		hs.requeueBound(ctx, "deleted")
 	}
 }
 
 // Revive lets a retired host's controllers act again (its DockerHost is back),
 // and re-queues what is bound to it.
 func (hs *hostSet) Revive(ctx context.Context) {
-	if !hs.removed.Swap(false) {
-		return
+	if hs.removed.Swap(false) {
+		hs.requeueBound(ctx, "registered again")
 	}
+}
+
+// requeueBound re-queues the Sandboxes bound to the host: it was deleted, or
+// registered again.
+func (hs *hostSet) requeueBound(ctx context.Context, what string) {
 	keys, err := index.BoundTo(ctx, hs.sandboxes.Client, hs.name)
 	if err != nil {
-		logf.FromContext(ctx).Error(err, "Listing the Sandboxes of a DockerHost registered again", "dockerHost", hs.name)
+		logf.FromContext(ctx).Error(err, "Listing the Sandboxes of a DockerHost "+what, "dockerHost", hs.name)
 	}
 	for _, k := range keys {
 		hs.sandboxes.Enqueue(k)

@@ -140,6 +140,8 @@ var _ = Describe("A Sandbox pinned to a Docker host (spec.dockerHost)", func() {
 		Eventually(func() bool {
 			return apierrors.IsNotFound(k8sClient.Get(ctx, client.ObjectKey{Name: "pin-b"}, &sandboxv1.DockerHost{}))
 		}, 45*time.Second).Should(BeTrue(), "a Sandbox its policy or quota refused (it made nothing) kept its host from being deleted")
+		Eventually(ct.Condition(refused, sandboxv1.ConditionReady)).Should(Equal("False/DockerHostNotFound"))
+		Eventually(ct.Condition(waits, sandboxv1.ConditionReady)).Should(Equal("False/DockerHostNotFound"))
 		Expect(b.Calls(fake.VerbCreateContainer)).To(BeZero())
 	})
 

@@ -141,7 +141,7 @@ func (r *Reconciler) noteProbe(h *sandboxv1.DockerHost) {
 func (r *Reconciler) retire(ctx context.Context, name string) error {
 	err := r.API.Get(ctx, client.ObjectKey{Name: name}, &sandboxv1.DockerHost{})
 	if apierrors.IsNotFound(err) {
-		r.Fleet.Retire(name)
+		r.Fleet.Retire(ctx, name)
 		return nil
 	}
 	return err

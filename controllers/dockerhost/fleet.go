@@ -17,8 +17,9 @@ type Fleet interface {
 	Host(name string) (DrivenHost, bool)
 	// AddDialled sets up the controllers of a host on a driver dialled from its spec.
 	AddDialled(name string, driver dd.Driver, endpoint, tlsVersion string) (DrivenHost, error)
-	// Retire stops the controllers of a host whose DockerHost is gone from acting.
-	Retire(name string)
+	// Retire stops the controllers of a host whose DockerHost is gone from
+	// acting, and has what is bound to it told so.
+	Retire(ctx context.Context, name string)
 	// Holds says whether this replica acts on the host name now.
 	Holds(name string) bool
 	// Manager names this replica when replicas share the hosts by Leases ("": they do not).
