@@ -28,6 +28,15 @@ func withContainers(host *ct.EngineSim, list []*sandboxv1.Sandbox) int {
 	return n
 }
 
+// deleteHost deletes the DockerHost name and waits until it is gone; why says
+// what kept it when it is not.
+func deleteHost(name, why string) {
+	ExpectWithOffset(1, k8sClient.Delete(ctx, ct.DockerHost(name))).To(Succeed())
+	EventuallyWithOffset(1, func() bool {
+		return apierrors.IsNotFound(k8sClient.Get(ctx, client.ObjectKey{Name: name}, &sandboxv1.DockerHost{}))
+	}, 45*time.Second).Should(BeTrue(), why)
+}
+
 // spec.dockerHost skips placement, not the host's cordon, capacity or deletion.
 var _ = Describe("A Sandbox pinned to a Docker host (spec.dockerHost)", func() {
 	var ns string
@@ -112,10 +121,7 @@ var _ = Describe("A Sandbox pinned to a Docker host (spec.dockerHost)", func() {
 		Expect(k8sClient.Create(ctx, sb)).To(Succeed())
 		Eventually(ct.Condition(sb, sandboxv1.ConditionReady)).Should(Equal("False/Unschedulable"))
 
-		Expect(k8sClient.Delete(ctx, ct.DockerHost("pin-b"))).To(Succeed())
-		Eventually(func() bool {
-			return apierrors.IsNotFound(k8sClient.Get(ctx, client.ObjectKey{Name: "pin-b"}, &sandboxv1.DockerHost{}))
-		}, 45*time.Second).Should(BeTrue(), "a Sandbox that made nothing kept its host from being deleted")
+		deleteHost("pin-b", "a Sandbox that made nothing kept its host from being deleted")
 		Eventually(ct.Condition(sb, sandboxv1.ConditionReady)).Should(Equal("False/DockerHostNotFound"))
 		Expect(b.Calls(fake.VerbCreateContainer)).To(BeZero())
 	})
@@ -136,10 +142,7 @@ var _ = Describe("A Sandbox pinned to a Docker host (spec.dockerHost)", func() {
 		Eventually(ct.Condition(refused, sandboxv1.ConditionStalled)).Should(Equal("True/PolicyViolation"))
 		Eventually(ct.Condition(waits, sandboxv1.ConditionReady)).Should(Equal("False/QuotaExceeded"))
 
-		Expect(k8sClient.Delete(ctx, ct.DockerHost("pin-b"))).To(Succeed())
-		Eventually(func() bool {
-			return apierrors.IsNotFound(k8sClient.Get(ctx, client.ObjectKey{Name: "pin-b"}, &sandboxv1.DockerHost{}))
-		}, 45*time.Second).Should(BeTrue(), "a Sandbox its policy or quota refused (it made nothing) kept its host from being deleted")
+		deleteHost("pin-b", "a Sandbox its policy or quota refused (it made nothing) kept its host from being deleted")
 		Eventually(ct.Condition(refused, sandboxv1.ConditionReady)).Should(Equal("False/DockerHostNotFound"))
 		Eventually(ct.Condition(waits, sandboxv1.ConditionReady)).Should(Equal("False/DockerHostNotFound"))
 		Expect(b.Calls(fake.VerbCreateContainer)).To(BeZero())
