@@ -68,8 +68,36 @@ printf 'fine\nERROR:  relation "x" \033[31mdoes not exist\033[0m\n\n'; exit 3`}}
 	if n := len([]rune(st.Progress)); n > 201 || strings.ContainsAny(st.Progress, "\033\a") {
 		t.Errorf("progress of %d runes %q: want it bounded and without control characters", n, st.Progress)
 	}
+	testStepOutput(t, fast, c)
 	if st, err := r.Observe(ctx, c.ID, step.Step{ID: "never", Argv: []string{"true"}}.Key()); err != nil || st.Phase != step.Absent {
 		t.Errorf("Observe of a step never started = %+v, %v; want Absent", st, err)
+	}
+}
+
+// testStepOutput: a Done step that asks for its output answers its tail from
+// a whole line (inline, from a held launcher, and read later); one that does
+// not answers none.
+func testStepOutput(t *testing.T, r *step.Runner, c dd.Container) {
+	ctx := context.Background()
+	lines := `i=0; while [ $i -lt 200 ]; do echo "checkpoint n$i 1700000000 $i"; i=$((i + 1)); done`
+	for i, held := range []string{"new", "held"} {
+		s := step.Step{ID: "listing", Argv: []string{"sh", "-c", lines + "; : " + held}, Output: true}
+		st, err := r.Start(ctx, c.ID, s)
+		if err != nil || st.Phase != step.Done {
+			t.Fatalf("%s launcher: Start of a listing = %+v, %v; want Done", held, st, err)
+		}
+		if !strings.HasPrefix(st.Out, "checkpoint n") || !strings.HasSuffix(st.Out, "checkpoint n199 1700000000 199\n") || len(st.Out) > step.MaxOut {
+			t.Errorf("%s launcher: its output %d bytes %.40q…; want its tail from a whole line, at most %d bytes", held, len(st.Out), st.Out, step.MaxOut)
+		}
+		if read, err := r.Observe(ctx, c.ID, s.Key()); err != nil || read.Out != st.Out {
+			t.Errorf("%s launcher: read later: %d bytes, %v; want the same %d bytes", held, len(read.Out), err, len(st.Out))
+		}
+		if i == 0 {
+			r.Hold(c.ID, step.Step{ID: "listing", Argv: []string{"sh", "-c", lines + "; : held"}, Output: true})
+		}
+	}
+	if st, err := r.Start(ctx, c.ID, step.Step{ID: "quiet", Argv: []string{"echo", "hello"}}); err != nil || st.Out != "" {
+		t.Errorf("a step that does not ask for its output = %+v, %v; want none", st, err)
 	}
 }
 

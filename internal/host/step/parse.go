@@ -13,6 +13,10 @@ import (
 const (
 	maxProgress = 200
 	maxMessage  = 512
+	// MaxOut is the most of its output a Done step answers (Step.Output):
+	// its hex fits a state read's output limit with room to spare. The
+	// container prints a byte more, which tells a whole output from a tail.
+	MaxOut = 3072
 )
 
 // record is what observe printed, line by line.
@@ -99,6 +103,7 @@ func (r record) state() State {
 		st.Phase = Running
 	case r.ended && r.exit == 0:
 		st.Phase, st.Elapsed = Done, time.Duration(max(0, r.end-r.started))*time.Second
+		st.Out = wholeLines(r.out, MaxOut)
 	case r.ended:
 		st.Phase, st.ExitCode, st.Elapsed = Failed, r.exit, time.Duration(max(0, r.end-r.started))*time.Second
 		st.Message = cmpOr(clean(lastLine(r.out), maxMessage), "exit code "+strconv.Itoa(r.exit))
@@ -117,6 +122,19 @@ func cmpOr(s, otherwise string) string {
 		return otherwise
 	}
 	return s
+}
+
+// wholeLines is the tail of s of at most n bytes that starts a line (s
+// itself when it has no more).
+func wholeLines(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	s = s[len(s)-n:]
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[i+1:]
+	}
+	return ""
 }
 
 // lastLine is s's last line with anything but blanks on it.

@@ -165,7 +165,7 @@ my $say = "exit $rc\n";
 $say .= "cancelled\n" if -e "$D/cancelled";
 my $progress = tail("$D/progress", 512);
 $say .= 'progress ' . unpack('H*', $progress) . "\nprogressed " . (stat "$D/progress")[9] . "\n" if length $progress;
-$say .= 'out ' . unpack('H*', substr($out, -1024)) . "\n" if $rc;
+$say .= 'out ' . unpack('H*', substr($out, -3073)) . "\n" if $rc || ($ENV{STEP_OUT} // '') eq '1';
 syswrite STDOUT, $say;
 $SIG{CHLD} = 'DEFAULT';
 1 while waitpid(-1, 0) > 0;

@@ -57,6 +57,9 @@ func (r *Runner) Start(ctx context.Context, container string, s Step) (State, er
 		env = map[string]string{}
 	}
 	env["STEP_DIR"] = dir(key)
+	if s.Output {
+		env["STEP_OUT"] = "1"
+	}
 	if s.Supersedes {
 		env["STEP_SUPERSEDE"] = "1"
 		r.late.supersede(container, key)

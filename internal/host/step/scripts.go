@@ -76,7 +76,7 @@ observe() {
 	echo "started ${st:-$(stat -c %Y "$D/runner" 2>/dev/null)}"
 	echo "now $(date +%s)"
 	printf 'progress '; tail -c 512 "$D/progress" 2>/dev/null | hex; echo
-	printf 'out '; tail -c 1024 "$D/out" 2>/dev/null | hex; echo
+	printf 'out '; tail -c 3073 "$D/out" 2>/dev/null | hex; echo
 	echo "progressed $(stat -c %Y "$D/progress" 2>/dev/null)"
 }
 cancel() {
@@ -135,7 +135,7 @@ if [ -s "$D/progress" ]; then
 	printf 'progress '; tail -c 512 "$D/progress" | hex; echo
 	echo "progressed $(stat -c %Y "$D/progress")"
 fi
-if [ "$rc" != 0 ]; then printf 'out '; tail -c 1024 "$D/out" | hex; echo; fi
+if [ "$rc" != 0 ] || [ "${STEP_OUT:-}" = 1 ]; then printf 'out '; tail -c 3073 "$D/out" | hex; echo; fi
 while kids; do sleep 0.1; done
 exit 87`
 

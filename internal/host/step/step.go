@@ -51,6 +51,9 @@ type Step struct {
 	// the container and removes those ended: one at a time, the latest wins
 	// (a data operation, whose new request replaces the one before).
 	Supersedes bool
+	// Output: its state, once Done, carries the tail of its output (State.Out):
+	// what it answers besides its exit code (a listing).
+	Output bool
 }
 
 // Key tells a step from any other: its ID and a hash of its command and
@@ -118,6 +121,10 @@ type State struct {
 	// Message says why a step Failed or was Cancelled: the last line of its
 	// output (untrusted, bounded, as Progress), or what became of its runner.
 	Message string
+	// Out is the tail of a Done step's output when the step asked for it
+	// (Step.Output; a state read later carries it anyway): untrusted, at most
+	// MaxOut bytes, from a whole line.
+	Out string
 	// Earlier: Start found its key started before (by any runner, a manager
 	// before this one): the state is that run's, not one of this Start.
 	Earlier bool
