@@ -30,4 +30,15 @@ func TestDataRequestSame(t *testing.T) {
 	if every := req("d1", sandboxv1.DataReset); !every.Same(sandboxv1.DataRequest{ID: "d1", Action: sandboxv1.DataReset, Services: []sandboxv1.Engine{}}) {
 		t.Errorf("no services and an empty list both mean every service")
 	}
+	named := req("d1", sandboxv1.DataRestore)
+	if named.Key() != "d1:Restore:" {
+		t.Errorf("a request without a name keyed %q: a release before names keyed it d1:Restore:", named.Key())
+	}
+	latest := named
+	latest.Name = sandboxv1.DefaultCheckpoint
+	other := named
+	other.Name = "before-migration"
+	if !named.Same(latest) || named.Same(other) {
+		t.Errorf("keys %q, %q, %q: no name and latest are one request, another name another", named.Key(), latest.Key(), other.Key())
+	}
 }

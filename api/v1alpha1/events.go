@@ -58,6 +58,12 @@ const (
 	EventDataReset    = "DataReset"
 	EventCheckpointed = "Checkpointed"
 	EventRestored     = "Restored"
+	// EventCheckpointDeleted (Normal): a DeleteCheckpoint request was done.
+	EventCheckpointDeleted = "CheckpointDeleted"
+	// EventCheckpointsLost (Warning): checkpoints a service held are gone
+	// without a DeleteCheckpoint: its container was made again (they lived
+	// in it), or something in it dropped them (the agent is a superuser).
+	EventCheckpointsLost = "CheckpointsLost"
 	// EventClaimed (Normal): a service was served by a warm pool member, renamed
 	// to the service's container name, its password rotated to the Sandbox's.
 	EventClaimed = "Claimed"

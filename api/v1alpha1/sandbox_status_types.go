@@ -57,6 +57,14 @@ type SandboxStatus struct {
 	// +optional
 	Data *DataRequestStatus `json:"data,omitempty"`
 
+	// checkpoints are the checkpoints the services' containers hold, by name
+	// (each service's own are in services[].data.checkpoints).
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=300
+	Checkpoints []SandboxCheckpoint `json:"checkpoints,omitempty"`
+
 	// admitted is what the Sandbox was admitted to take (its SandboxQuotas and
 	// its Docker host's capacity judged it). A change of spec that takes more
 	// is judged again before it is applied; until it fits, what runs stays as

@@ -56,6 +56,15 @@ type ServiceSpec struct {
 	// error. A changed ConfigMap is run again on a new container.
 	// +optional
 	Init *ServiceInit `json:"init,omitempty"`
+
+	// maxCheckpoints is how many named checkpoints the service may keep
+	// (default and ceiling: the manager's --max-checkpoints, itself at most
+	// 100); a Checkpoint of a new name past it fails, naming the limit. Each
+	// also counts against the service's memory.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100
+	MaxCheckpoints *int32 `json:"maxCheckpoints,omitempty"`
 }
 
 // ServiceInit names the scripts that seed a service.

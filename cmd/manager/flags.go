@@ -140,6 +140,9 @@ func (f *flags) addDockerFlags(s *settings, env func(string) string) {
 	fs.DurationVar(&s.options.InitMaxTimeout, "init-max-timeout", s.options.InitMaxTimeout,
 		"The longest total time a service's seed may ask for (spec.services[].init.timeout, whose default is 10m or this when lower); "+
 			"a longer one fails the service with InitFailed, naming this flag.")
+	fs.IntVar(&s.options.MaxCheckpoints, "max-checkpoints", s.options.MaxCheckpoints,
+		"The most named checkpoints one service may keep, and its default (spec.services[].maxCheckpoints asks for fewer); "+
+			"a Checkpoint of a new name past it fails, naming the limit.")
 	fs.IntVar(&s.options.SeedLanes, lanes.PerHostFlag, lanes.DefaultPerHost,
 		"The most seeds (init scripts) running at once on one Docker host; more wait, their status saying where, namespaces taking turns. "+
 			"Data operations and rotations never wait for a lane.")

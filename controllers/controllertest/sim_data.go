@@ -1,16 +1,21 @@
 package controllertest
 
 import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	dd "github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver"
 	"github.com/roboco-sandbox/sandbox-controller/internal/engine"
 )
 
 // simData is what each container holds, as the engines' data steps see it:
-// its current data, its checkpoint and its initial snapshot (a word each), and
-// how often each operation ran (by container ID).
+// its current data, its checkpoints (by "<container>/<name>") and its initial
+// snapshot (a word each), and how often each operation ran (by container ID).
 type simData struct {
 	mu                  sync.Mutex
 	current, checkpoint map[string]string
@@ -83,31 +88,80 @@ func (s *EngineSim) dataOp(c dd.Container, env map[string]string, spec dd.ExecSp
 	if msg := s.data.fail[op]; msg != "" {
 		return dd.ExecResult{ExitCode: 1, Stderr: msg}
 	}
-	switch engine.DataOp(op) {
-	case engine.OpCheckpoint, engine.OpRestore:
-		if mongo {
-			return dd.ExecResult{ExitCode: 1, Stderr: "the sim's mongo has no snapshots"}
-		}
+	if mongo && op != string(engine.OpReset) && op != string(engine.OpInitial) {
+		return dd.ExecResult{ExitCode: 1, Stderr: "the sim's mongo has no snapshots"}
 	}
-	switch engine.DataOp(op) {
-	case engine.OpInitial:
-		if _, ok := s.data.initial[c.ID]; !ok {
-			s.data.initial[c.ID] = s.data.current[c.ID]
-		}
-	case engine.OpCheckpoint:
-		s.data.checkpoint[c.ID] = s.data.current[c.ID]
-	case engine.OpRestore:
-		ckpt, ok := s.data.checkpoint[c.ID]
-		if !ok {
-			return dd.ExecResult{ExitCode: 1, Stderr: "no checkpoint in this container: take one first"}
-		}
-		s.data.current[c.ID] = ckpt
-	case engine.OpReset:
-		s.data.current[c.ID] = s.data.initial[c.ID]
+	if res, failed := s.data.do(c.ID, engine.DataOp(op), spec.Env); failed {
+		return res
 	}
 	if s.data.ops[c.ID] == nil {
 		s.data.ops[c.ID] = map[string]int{}
 	}
 	s.data.ops[c.ID][op]++
-	return dd.ExecResult{Stdout: engine.DataDone + "\n"}
+	out := ""
+	if engine.DataOp(op).Lists() {
+		out = s.data.list(c.ID)
+	}
+	return dd.ExecResult{Stdout: out + engine.DataDone + "\n"}
+}
+
+// do does op in container id; failed says it did not, res saying why.
+func (d *simData) do(id string, op engine.DataOp, env map[string]string) (res dd.ExecResult, failed bool) {
+	name := cmp.Or(env["SANDBOX_DATA_NAME"], "latest")
+	key := id + "/" + name
+	_, held := d.checkpoint[key]
+	switch op {
+	case engine.OpInitial:
+		if _, ok := d.initial[id]; !ok {
+			d.initial[id] = d.current[id]
+		}
+	case engine.OpCheckpoint:
+		if limit, _ := strconv.Atoi(cmp.Or(env["SANDBOX_DATA_MAX"], "32")); !held && len(d.names(id)) >= limit {
+			return dd.ExecResult{ExitCode: 3, Stderr: fmt.Sprintf("checkpoint %s: the service keeps at most %d checkpoints", name, limit)}, true
+		}
+		d.checkpoint[key] = d.current[id]
+	case engine.OpRestore, engine.OpDelete:
+		if !held {
+			return dd.ExecResult{ExitCode: 1, Stderr: "no checkpoint named " + name + " in this container: take one first"}, true
+		}
+		if op == engine.OpDelete {
+			delete(d.checkpoint, key)
+		} else {
+			d.current[id] = d.checkpoint[key]
+		}
+	case engine.OpReset:
+		d.current[id] = d.initial[id]
+	}
+	return dd.ExecResult{}, false
+}
+
+// names are the checkpoints container id holds, sorted.
+func (d *simData) names(id string) []string {
+	var out []string
+	for k := range d.checkpoint {
+		if c, name, _ := strings.Cut(k, "/"); c == id {
+			out = append(out, name)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// list is the listing a data step prints (engine.CheckpointsHeader).
+func (d *simData) list(id string) string {
+	var b strings.Builder
+	b.WriteString(engine.CheckpointsHeader + "\n")
+	for _, n := range d.names(id) {
+		fmt.Fprintf(&b, "checkpoint %s %d %d\n", n, time.Now().Unix(), len(d.checkpoint[id+"/"+n])+1)
+	}
+	return b.String()
+}
+
+// DropCheckpoint removes checkpoint name from container id, as an agent
+// dropping its database would.
+func (s *EngineSim) DropCheckpoint(id, name string) {
+	s.data.mu.Lock()
+	defer s.data.mu.Unlock()
+	s.data.init()
+	delete(s.data.checkpoint, id+"/"+name)
 }

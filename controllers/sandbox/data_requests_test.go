@@ -19,8 +19,18 @@ import (
 
 // requestData writes spec.data as an orchestrator would: one merge patch.
 func requestData(sb *sandboxv1.Sandbox, id string, action sandboxv1.DataAction, services ...sandboxv1.Engine) {
-	// Note: a merge patch keeps the fields it leaves out: services is null, not absent, to mean all.
-	data := map[string]any{"id": id, "action": action, "services": services}
+	requestNamed(sb, id, action, "", services...)
+}
+
+// requestNamed is requestData for the checkpoint of a name ("": latest).
+func requestNamed(sb *sandboxv1.Sandbox, id string, action sandboxv1.DataAction, name string, services ...sandboxv1.Engine) {
+	// Note: a merge patch keeps the fields it leaves out: services and name
+	// are null, not absent, to mean all and latest.
+	var n any
+	if name != "" {
+		n = name
+	}
+	data := map[string]any{"id": id, "action": action, "services": services, "name": n}
 	body, err := json.Marshal(map[string]any{"spec": map[string]any{"data": data}})
 	ExpectWithOffset(1, err).NotTo(HaveOccurred())
 	ExpectWithOffset(1, k8sClient.Patch(ctx, sb, client.RawPatch(types.MergePatchType, body))).To(Succeed())
@@ -177,7 +187,7 @@ var _ = Describe("Reset, checkpoint and restore (spec.data)", func() {
 		ct.WaitReady(sb)
 		requestData(sb, "r0", sandboxv1.DataRestore, "redis")
 		Eventually(dataPhase(sb)).Should(Equal("r0/Failed"))
-		Expect(ct.Get(sb).Status.Data.Message).To(ContainSubstring("no checkpoint in this container"))
+		Expect(ct.Get(sb).Status.Data.Message).To(ContainSubstring("no checkpoint named latest in this container"))
 		Expect(serviceStatus(sb, "postgres").Data).To(BeNil(), "postgres was not named")
 
 		sim.FailData(engine.OpCheckpoint, `ERROR:  could not write to file "base/16384/2608": No space left on device`)

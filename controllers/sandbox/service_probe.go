@@ -6,13 +6,9 @@ import (
 	"slices"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
 	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
-	"github.com/roboco-sandbox/sandbox-controller/controllers/sandbox/data"
 	"github.com/roboco-sandbox/sandbox-controller/internal/class"
 	dd "github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver"
-	"github.com/roboco-sandbox/sandbox-controller/internal/engine"
 	"github.com/roboco-sandbox/sandbox-controller/internal/host"
 )
 
@@ -82,52 +78,5 @@ func (r *Reconciler) reseed(ctx context.Context, w serviceWork, c dd.Container, 
 	res.event(sandboxv1.EventRecreated, fmt.Sprintf("%s: %s on container %s; making it again", w.svc.Engine.Name(), why, c.Name))
 	res.probes = part{reason: sandboxv1.ReasonProbing, message: why + "; making the container again"}
 	res.after(time.Second)
-	return res
-}
-
-// serviceData carries what earlier requests did to the service's data, and
-// does spec.data's request once the service answers: in its container, as a
-// step beside the passes (a pass starts it, a later one, woken by its end,
-// records it; meanwhile the request reports it running). A failure is
-// recorded, in the engine's words, and is not retried: the request is
-// finished, the service serves as before.
-func (r *Reconciler) serviceData(ctx context.Context, w serviceWork, res serviceResult) serviceResult {
-	// Note: a copy, also where a settled service's status is prev's (its pointer).
-	if w.prev.Data != nil && res.status.Engine == w.prev.Engine && (res.status.Data == nil || res.status.Data == w.prev.Data) {
-		res.status.Data = w.prev.Data.DeepCopy()
-	}
-	if res.status.Data != nil {
-		res.status.Data.Running = ""
-	}
-	req := data.Requested(w.sb, res.status.Engine, res.status.Data)
-	if req == nil || !res.status.Ready {
-		return res
-	}
-	op, event := data.Operation(req.Action)
-	var run host.DataRun
-	if ok, why := engine.Snapshots(w.svc.Engine); !ok && op != engine.OpReset {
-		run.Failed = why
-	} else if c, err := r.Host.Inspect(ctx, res.status.ContainerID); err != nil {
-		return res.dockerFailed(ctx, err, "inspecting "+w.svc.Container.Name+" for spec.data")
-	} else if run, err = r.Host.Data(ctx, w.svc, c, host.Address(c, w.svc.Network), op, req.Key()); err != nil {
-		return res.dockerFailed(ctx, err, fmt.Sprintf("%s %s for spec.data", req.Action, w.svc.Container.Name))
-	}
-	if run.Running {
-		if res.status.Data == nil {
-			res.status.Data = &sandboxv1.ServiceData{}
-		}
-		res.status.Data.Running = fmt.Sprintf("%s running %s", op, run.For)
-		res.after(run.Poll)
-		return res
-	}
-	done := &sandboxv1.DataOperation{ID: req.ID, Generation: w.sb.Generation, Time: metav1.Now(),
-		ContainerID: res.status.ContainerID, DurationMilliseconds: run.Took.Milliseconds()}
-	res.status.Data = data.Record(res.status.Data, req, run.Failed, done)
-	name := w.svc.Engine.Name()
-	if run.Failed != "" {
-		res.warn(sandboxv1.ReasonDataFailed, fmt.Sprintf("%s: %s %s failed: %s; the service serves as before", name, req.Action, req.ID, run.Failed))
-		return res
-	}
-	res.event(event, fmt.Sprintf("%s: %s %s done in %s on container %s", name, req.Action, req.ID, run.Took.Round(time.Millisecond), w.svc.Container.Name))
 	return res
 }

@@ -13,10 +13,16 @@ const (
 	// OpReset returns the data to its initial snapshot, else to empty (a
 	// snapshotless engine empties it and runs the init scripts again).
 	OpReset DataOp = "reset"
-	// OpCheckpoint records the current data, replacing the last checkpoint.
+	// OpCheckpoint records the current data under a name, replacing the
+	// checkpoint of that name; it answers the container's checkpoints.
 	OpCheckpoint DataOp = "checkpoint"
-	// OpRestore returns the data to the last checkpoint.
+	// OpRestore returns the data to the checkpoint of a name.
 	OpRestore DataOp = "restore"
+	// OpDelete removes the checkpoint of a name; it answers the container's
+	// checkpoints.
+	OpDelete DataOp = "delete-checkpoint"
+	// OpList answers the container's checkpoints.
+	OpList DataOp = "list"
 	// OpInitial records the initial snapshot, once per container: the state a
 	// reset returns to, taken when the service first answers with its init
 	// scripts run and its features active.
@@ -52,11 +58,13 @@ const DataDone = "sandbox-data-done"
 // of its memory limit (the data lives on tmpfs, charged to the container),
 // measured as docker stats does (usage less inactive file cache).
 const dataPrelude = `set -u
-OP=$SANDBOX_DATA_OP REQ=$SANDBOX_DATA_REQUEST
+OP=$SANDBOX_DATA_OP REQ=$SANDBOX_DATA_REQUEST NAME=${SANDBOX_DATA_NAME:-latest} MAX=${SANDBOX_DATA_MAX:-32}
+case $NAME in *[!a-z0-9-]*|-*|*-) echo "a checkpoint name is lowercase letters, digits and '-': $NAME" >&2; exit 2 ;; esac
 exec 9>/tmp/sandbox-data.lock
 flock 9
 MARK=/tmp/.sandbox-data-request
 [ "$OP" = initial ] && MARK=/tmp/.sandbox-data-initial
+[ "$OP" = list ] && MARK=/dev/null # not a request: it leaves the last one as it is
 if [ -e "$MARK" ]; then
 	LAST=; read -r LAST < "$MARK"
 	[ "$LAST" = "$REQ" ] && { echo ` + DataDone + `; exit 0; }
@@ -79,6 +87,12 @@ room() {
 	[ "$lim" = max ] || [ "$lim" -ge $((1 << 62)) ] && return 0
 	ROOM=$((lim - lim / 10 - use))
 	MEM="the container uses $(((use + 1048575) / 1048576)) MiB of its $(((lim + 1048575) / 1048576)) MiB limit and keeps 10% free (its data lives on tmpfs); raise the service's resources.memory"
+}
+# toomany N exits 3 when a checkpoint of a new name would make N+1 of them.
+toomany() {
+	[ "$1" -lt "$MAX" ] && return 0
+	echo "checkpoint $NAME: the service keeps at most $MAX checkpoints (spec.services[].maxCheckpoints, at most the manager's --max-checkpoints) and holds $1: delete one (action DeleteCheckpoint) or take it under a name it holds" >&2
+	exit 3
 }
 # fits BYTES WHAT exits 3 when BYTES more would not fit.
 fits() {
@@ -121,12 +135,33 @@ func DataStep(e Engine, password, addr string, files []string, perScript time.Du
 const dataMark = `printf '%s\n' "$REQ" > "$MARK"
 echo ` + DataDone
 
-// DataEnv is what a DataStep run needs besides its own environment: the
-// operation, and the request it does: its key (DataRequest.Key, starting
-// with its id), done once in a row per container.
-func DataEnv(op DataOp, request string) map[string]string {
-	return map[string]string{"SANDBOX_DATA_OP": string(op), "SANDBOX_DATA_REQUEST": request}
+// DataCall is one data operation asked of a container.
+type DataCall struct {
+	Op DataOp
+	// Request is the request's key (DataRequest.Key, starting with its id):
+	// done once in a row per container.
+	Request string
+	// Checkpoint names the checkpoint Op takes, restores or deletes (empty:
+	// latest); Max is how many the service may keep (a checkpoint of a new
+	// name past it fails, naming the limit).
+	Checkpoint string
+	Max        int
 }
+
+// Env is what a DataStep run needs besides its own environment.
+func (c DataCall) Env() map[string]string {
+	env := map[string]string{"SANDBOX_DATA_OP": string(c.Op), "SANDBOX_DATA_REQUEST": c.Request}
+	if c.Checkpoint != "" {
+		env["SANDBOX_DATA_NAME"] = c.Checkpoint
+	}
+	if c.Max > 0 {
+		env["SANDBOX_DATA_MAX"] = strconv.Itoa(c.Max)
+	}
+	return env
+}
+
+// Lists says whether op answers the container's checkpoints.
+func (op DataOp) Lists() bool { return op == OpCheckpoint || op == OpDelete || op == OpList }
 
 // Snapshots says whether e can checkpoint and restore, and why not.
 func Snapshots(e Engine) (ok bool, why string) {

@@ -16,7 +16,7 @@ func markedStep(t *testing.T, dir string, op DataOp, request string) (ran bool) 
 	script := strings.ReplaceAll(dataPrelude+`echo "$OP" >> /tmp/log`+"\n"+dataMark, "/tmp/", dir+"/")
 	cmd := exec.Command("sh", "-c", script)
 	cmd.Env = os.Environ()
-	for k, v := range DataEnv(op, request) {
+	for k, v := range (DataCall{Op: op, Request: request}).Env() {
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}
 	before, _ := os.ReadFile(filepath.Join(dir, "log"))
@@ -41,6 +41,8 @@ func TestDataMarkRunsEachRequestOnceInARow(t *testing.T) {
 		{OpRestore, "d1:Restore:", true},        // the id reused with another action
 		{OpCheckpoint, "d1:Checkpoint:", true},  // and back: the last request was another
 		{OpCheckpoint, "d1:Checkpoint:redis", true},
+		{OpList, "list", true}, // not a request: the last one stays
+		{OpCheckpoint, "d1:Checkpoint:redis", false},
 		{OpInitial, "initial", false}, // once per container, whatever ran between
 	}
 	for _, s := range steps {

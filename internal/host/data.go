@@ -22,18 +22,23 @@ type DataRun struct {
 	// Took is how long it took: from its start by this manager to the end
 	// seen, else (it was started by a manager before) by the container's clock.
 	Took time.Duration
+	// Checkpoints are those the container holds after it, when Listed (an
+	// operation that lists, DataOp.Lists, done by this step: not one the
+	// container found done before).
+	Checkpoints []engine.Checkpoint
+	Listed      bool
 }
 
-// Data does op, for request (its key, engine.DataEnv), on the service's data
-// in c, as a step beside the pass (its key derives from the request): a pass
+// Data does call on the service's data in c, as a step beside the pass (its
+// key derives from the call): a pass
 // calls it until it answers a run that is not Running. err is a Docker call
 // that failed: the engine gave no verdict, and the operation is to be tried
 // again (the container skips a request that is the last it did). A request's
 // step supersedes the one before in the container: a new request cancels a
 // step still running (stuck on a lock, say). A container that did one keeps
 // the runner of its next one held ahead (step.Runner.Hold).
-func (h *Host) Data(ctx context.Context, svc Service, c dd.Container, addr string, op engine.DataOp, request string) (DataRun, error) {
-	s := dataStep(svc, addr, op, request)
+func (h *Host) Data(ctx context.Context, svc Service, c dd.Container, addr string, call engine.DataCall) (DataRun, error) {
+	s := dataStep(svc, addr, call)
 	key := s.Key()
 	st, err := h.runStep(ctx, c.ID, s)
 	if err == nil && st.Phase == step.Absent {
@@ -54,25 +59,27 @@ func (h *Host) Data(ctx context.Context, svc Service, c dd.Container, addr strin
 	}
 	h.started.drop(c.ID, key)
 	if st.Phase != step.Done {
-		run.Failed = fmt.Sprintf("%s %s: %s", svc.Engine.Name(), op, st.Message)
+		run.Failed = fmt.Sprintf("%s %s: %s", svc.Engine.Name(), call.Op, st.Message)
+	} else if call.Op.Lists() {
+		run.Checkpoints, run.Listed = engine.ParseCheckpoints(st.Out)
 	}
-	if op != engine.OpInitial {
+	if call.Op != engine.OpInitial {
 		go h.steps.Hold(c.ID, s)
 	}
 	return run, nil
 }
 
-// dataStep is the step that does op for request: "data", superseding the
-// one before, or "data-initial", which no request cancels.
-func dataStep(svc Service, addr string, op engine.DataOp, request string) step.Step {
+// dataStep is the step that does call: "data", superseding the one before,
+// or "data-initial", which no request cancels.
+func dataStep(svc Service, addr string, call engine.DataCall) step.Step {
 	es := engine.DataStep(svc.Engine, svc.Password, addr, svc.Init, svc.InitPerScript)
 	es.Env = maps.Clone(es.Env)
-	maps.Copy(es.Env, engine.DataEnv(op, request))
-	if op == engine.OpInitial {
+	maps.Copy(es.Env, call.Env())
+	if call.Op == engine.OpInitial {
 		return engineStep("data-initial", es)
 	}
 	s := engineStep("data", es)
-	s.Supersedes = true
+	s.Supersedes, s.Output = true, call.Op.Lists()
 	return s
 }
 
@@ -91,13 +98,14 @@ func (h *Host) SnapshotInitial(ctx context.Context, svc Service, c dd.Container,
 	if !SnapshotsInitial(svc) {
 		return DataRun{}
 	}
-	run, err := h.Data(ctx, svc, c, addr, engine.OpInitial, "initial")
+	initial := engine.DataCall{Op: engine.OpInitial, Request: "initial"}
+	run, err := h.Data(ctx, svc, c, addr, initial)
 	if err != nil {
 		return DataRun{Failed: fmt.Sprintf("%s %s: %v", svc.Engine.Name(), engine.OpInitial, err)}
 	}
 	if run.Failed != "" {
 		// Note: retried later, by a step of the same key: it may run again.
-		_, _ = h.steps.Forget(ctx, c.ID, dataStep(svc, addr, engine.OpInitial, "initial").Key())
+		_, _ = h.steps.Forget(ctx, c.ID, dataStep(svc, addr, initial).Key())
 	}
 	return run
 }

@@ -37,7 +37,7 @@ func TestDataRunsAsAStepHeldAhead(t *testing.T) {
 	ctx := context.Background()
 	data := func(op engine.DataOp, req string) host.DataRun {
 		t.Helper()
-		run, err := h.Data(ctx, svc, c, "10.0.0.2", op, req)
+		run, err := h.Data(ctx, svc, c, "10.0.0.2", engine.DataCall{Op: op, Request: req})
 		if err != nil {
 			t.Fatalf("%s %s: %v", op, req, err)
 		}
@@ -80,7 +80,7 @@ func TestDataRunsAsAStepHeldAhead(t *testing.T) {
 
 	defer f.Inject(fake.Fault{Verb: fake.VerbExec, Err: dd.ErrUnavailable})()
 	defer f.Inject(fake.Fault{Verb: fake.VerbPrepareExec, Err: dd.ErrUnavailable})()
-	if run, err := h.Data(ctx, svc, c, "10.0.0.2", engine.OpReset, "z3"); err == nil || run.Failed != "" {
+	if run, err := h.Data(ctx, svc, c, "10.0.0.2", engine.DataCall{Op: engine.OpReset, Request: "z3"}); err == nil || run.Failed != "" {
 		t.Errorf("with Docker down: %+v, err %v; want an error and no verdict", run, err)
 	}
 }

@@ -92,6 +92,9 @@ type Options struct {
 	// internal/lanes, 4 and 2); waiting namespaces take turns.
 	SeedLanes             int
 	SeedLanesPerNamespace int
+	// MaxCheckpoints is how many named checkpoints a service keeps at most,
+	// and by default (spec.services[].maxCheckpoints; 0: 32). See Checkpoints.
+	MaxCheckpoints int
 }
 
 // DefaultOptions are the manager's defaults.
@@ -115,6 +118,7 @@ func DefaultOptions() Options {
 		InitMaxBytes:      1 << 20,
 		InitMaxScripts:    64,
 		InitMaxTimeout:    30 * time.Minute,
+		MaxCheckpoints:    DefaultMaxCheckpoints,
 	}
 }
 
@@ -159,6 +163,7 @@ func (o Options) Validate() error {
 	o.validateNetworks(bad)
 	o.validateResources(bad)
 	o.validateInit(bad)
+	o.validateCheckpoints(bad)
 	if o.UpdateStrategy != sandboxv1.UpdateOnDelete && o.UpdateStrategy != sandboxv1.UpdateRollingUpdate {
 		bad("--update-strategy %q: want %s or %s", o.UpdateStrategy, sandboxv1.UpdateOnDelete, sandboxv1.UpdateRollingUpdate)
 	}

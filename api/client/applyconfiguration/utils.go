@@ -64,6 +64,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &apiv1alpha1.ReservationApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("Sandbox"):
 		return &apiv1alpha1.SandboxApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("SandboxCheckpoint"):
+		return &apiv1alpha1.SandboxCheckpointApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("SandboxPolicy"):
 		return &apiv1alpha1.SandboxPolicyApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("SandboxPolicySpec"):
@@ -86,6 +88,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &apiv1alpha1.SandboxStatusApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("SecretReference"):
 		return &apiv1alpha1.SecretReferenceApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ServiceCheckpoint"):
+		return &apiv1alpha1.ServiceCheckpointApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ServiceClaim"):
 		return &apiv1alpha1.ServiceClaimApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ServiceData"):

@@ -21,9 +21,10 @@ var ops = map[sandboxv1.DataAction]struct {
 	op    engine.DataOp
 	event string
 }{
-	sandboxv1.DataReset:      {engine.OpReset, sandboxv1.EventDataReset},
-	sandboxv1.DataCheckpoint: {engine.OpCheckpoint, sandboxv1.EventCheckpointed},
-	sandboxv1.DataRestore:    {engine.OpRestore, sandboxv1.EventRestored},
+	sandboxv1.DataReset:            {engine.OpReset, sandboxv1.EventDataReset},
+	sandboxv1.DataCheckpoint:       {engine.OpCheckpoint, sandboxv1.EventCheckpointed},
+	sandboxv1.DataRestore:          {engine.OpRestore, sandboxv1.EventRestored},
+	sandboxv1.DataDeleteCheckpoint: {engine.OpDelete, sandboxv1.EventCheckpointDeleted},
 }
 
 // Requested is spec.data when it names this engine and the service has
@@ -80,6 +81,17 @@ func Operation(a sandboxv1.DataAction) (op engine.DataOp, event string) {
 	return o.op, o.event
 }
 
+// Call is what the service's container is asked to do for req, keeping at
+// most max checkpoints.
+func Call(req *sandboxv1.DataRequest, max int) engine.DataCall {
+	op, _ := Operation(req.Action)
+	call := engine.DataCall{Op: op, Request: req.Key(), Max: max}
+	if req.Action != sandboxv1.DataReset {
+		call.Checkpoint = req.Checkpoint()
+	}
+	return call
+}
+
 // Record writes in d (nil: none yet), a service's record of its data, what
 // became of req: failed (the engine's words), or done.
 func Record(d *sandboxv1.ServiceData, req *sandboxv1.DataRequest, failed string, done *sandboxv1.DataOperation) *sandboxv1.ServiceData {
@@ -103,8 +115,10 @@ func Record(d *sandboxv1.ServiceData, req *sandboxv1.DataRequest, failed string,
 }
 
 // Summarize reports spec.data's request in status.data and the
-// DataRequest condition, from what each service it names has finished.
+// DataRequest condition, from what each service it names has finished, and
+// the services' checkpoints in status.checkpoints.
 func Summarize(sb *sandboxv1.Sandbox) {
+	SummarizeCheckpoints(sb)
 	req := sb.Spec.Data
 	if req == nil {
 		sb.Status.Data = nil
@@ -128,7 +142,7 @@ func Summarize(sb *sandboxv1.Sandbox) {
 			failed = append(failed, s.Data.Error)
 		}
 	}
-	st := &sandboxv1.DataRequestStatus{ID: req.ID, Action: req.Action, Services: slices.Clone(req.Services), ObservedGeneration: sb.Generation}
+	st := &sandboxv1.DataRequestStatus{ID: req.ID, Action: req.Action, Services: slices.Clone(req.Services), Name: req.Name, ObservedGeneration: sb.Generation}
 	if prev := sb.Status.Data; prev != nil && prev.Request().Same(*req) && prev.CompletionTime != nil {
 		st.CompletionTime = prev.CompletionTime
 	}

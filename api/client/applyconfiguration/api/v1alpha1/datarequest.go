@@ -17,14 +17,18 @@ import (
 //
 // DataRequest asks for one operation on the services' data. The controller does
 // it once on each service it names; writing a new id asks again, and so does
-// another action or services under the same id (it is another request). The
-// credentials, containers, hosts and ports stay as they are.
+// another action, services or checkpoint name under the same id (it is
+// another request). The credentials, containers, hosts and ports stay as
+// they are.
 type DataRequestApplyConfiguration struct {
 	// id names this request; write a new one (a counter, a timestamp) to ask
 	// again. A request replaced before it finished is not finished.
 	ID *string `json:"id,omitempty"`
-	// action is Reset, Checkpoint or Restore.
+	// action is Reset, Checkpoint, Restore or DeleteCheckpoint.
 	Action *apiv1alpha1.DataAction `json:"action,omitempty"`
+	// name is the checkpoint a Checkpoint keeps, a Restore returns to and a
+	// DeleteCheckpoint removes (default: latest).
+	Name *string `json:"name,omitempty"`
 	// services limits the request to these engines of spec.services (default: every service).
 	Services []apiv1alpha1.Engine `json:"services,omitempty"`
 }
@@ -48,6 +52,14 @@ func (b *DataRequestApplyConfiguration) WithID(value string) *DataRequestApplyCo
 // If called multiple times, the Action field is set to the value of the last call.
 func (b *DataRequestApplyConfiguration) WithAction(value apiv1alpha1.DataAction) *DataRequestApplyConfiguration {
 	b.Action = &value
+	return b
+}
+
+// WithName sets the Name field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Name field is set to the value of the last call.
+func (b *DataRequestApplyConfiguration) WithName(value string) *DataRequestApplyConfiguration {
+	b.Name = &value
 	return b
 }
 

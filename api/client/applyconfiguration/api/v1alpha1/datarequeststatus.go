@@ -18,10 +18,11 @@ import (
 //
 // DataRequestStatus is what became of spec.data.
 type DataRequestStatusApplyConfiguration struct {
-	// id, action and services are spec.data's: the request the phase is for.
+	// id, action, services and name are spec.data's: the request the phase is for.
 	ID       *string                 `json:"id,omitempty"`
 	Action   *apiv1alpha1.DataAction `json:"action,omitempty"`
 	Services []apiv1alpha1.Engine    `json:"services,omitempty"`
+	Name     *string                 `json:"name,omitempty"`
 	// observedGeneration is the Sandbox's generation this was last judged at.
 	ObservedGeneration *int64 `json:"observedGeneration,omitempty"`
 	// phase is Running, Succeeded or Failed.
@@ -61,6 +62,14 @@ func (b *DataRequestStatusApplyConfiguration) WithServices(values ...apiv1alpha1
 	for i := range values {
 		b.Services = append(b.Services, values[i])
 	}
+	return b
+}
+
+// WithName sets the Name field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Name field is set to the value of the last call.
+func (b *DataRequestStatusApplyConfiguration) WithName(value string) *DataRequestStatusApplyConfiguration {
+	b.Name = &value
 	return b
 }
 

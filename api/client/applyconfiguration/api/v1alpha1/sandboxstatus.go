@@ -47,6 +47,9 @@ type SandboxStatusApplyConfiguration struct {
 	Claims map[string]ServiceClaimApplyConfiguration `json:"claims,omitempty"`
 	// data is what became of spec.data.
 	Data *DataRequestStatusApplyConfiguration `json:"data,omitempty"`
+	// checkpoints are the checkpoints the services' containers hold, by name
+	// (each service's own are in services[].data.checkpoints).
+	Checkpoints []SandboxCheckpointApplyConfiguration `json:"checkpoints,omitempty"`
 	// admitted is what the Sandbox was admitted to take (its SandboxQuotas and
 	// its Docker host's capacity judged it). A change of spec that takes more
 	// is judged again before it is applied; until it fits, what runs stays as
@@ -145,6 +148,19 @@ func (b *SandboxStatusApplyConfiguration) WithClaims(entries map[string]ServiceC
 // If called multiple times, the Data field is set to the value of the last call.
 func (b *SandboxStatusApplyConfiguration) WithData(value *DataRequestStatusApplyConfiguration) *SandboxStatusApplyConfiguration {
 	b.Data = value
+	return b
+}
+
+// WithCheckpoints adds the given value to the Checkpoints field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the Checkpoints field.
+func (b *SandboxStatusApplyConfiguration) WithCheckpoints(values ...*SandboxCheckpointApplyConfiguration) *SandboxStatusApplyConfiguration {
+	for i := range values {
+		if values[i] == nil {
+			panic("nil value passed to WithCheckpoints")
+		}
+		b.Checkpoints = append(b.Checkpoints, *values[i])
+	}
 	return b
 }
 

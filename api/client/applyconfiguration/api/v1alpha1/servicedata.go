@@ -25,6 +25,7 @@ type ServiceDataApplyConfiguration struct {
 	RequestID       *string                 `json:"requestID,omitempty"`
 	RequestAction   *apiv1alpha1.DataAction `json:"requestAction,omitempty"`
 	RequestServices []apiv1alpha1.Engine    `json:"requestServices,omitempty"`
+	RequestName     *string                 `json:"requestName,omitempty"`
 	// error is why that request failed on this service, in the engine's words.
 	Error *string `json:"error,omitempty"`
 	// running says what of spec.data's request runs in the container while it
@@ -34,6 +35,9 @@ type ServiceDataApplyConfiguration struct {
 	LastReset      *DataOperationApplyConfiguration `json:"lastReset,omitempty"`
 	LastCheckpoint *DataOperationApplyConfiguration `json:"lastCheckpoint,omitempty"`
 	LastRestore    *DataOperationApplyConfiguration `json:"lastRestore,omitempty"`
+	// checkpoints are those the container held when it was last read (by a
+	// Checkpoint or DeleteCheckpoint, or a listing), by name.
+	Checkpoints []ServiceCheckpointApplyConfiguration `json:"checkpoints,omitempty"`
 }
 
 // ServiceDataApplyConfiguration constructs a declarative configuration of the ServiceData type for use with
@@ -65,6 +69,14 @@ func (b *ServiceDataApplyConfiguration) WithRequestServices(values ...apiv1alpha
 	for i := range values {
 		b.RequestServices = append(b.RequestServices, values[i])
 	}
+	return b
+}
+
+// WithRequestName sets the RequestName field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the RequestName field is set to the value of the last call.
+func (b *ServiceDataApplyConfiguration) WithRequestName(value string) *ServiceDataApplyConfiguration {
+	b.RequestName = &value
 	return b
 }
 
@@ -105,5 +117,18 @@ func (b *ServiceDataApplyConfiguration) WithLastCheckpoint(value *DataOperationA
 // If called multiple times, the LastRestore field is set to the value of the last call.
 func (b *ServiceDataApplyConfiguration) WithLastRestore(value *DataOperationApplyConfiguration) *ServiceDataApplyConfiguration {
 	b.LastRestore = value
+	return b
+}
+
+// WithCheckpoints adds the given value to the Checkpoints field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the Checkpoints field.
+func (b *ServiceDataApplyConfiguration) WithCheckpoints(values ...*ServiceCheckpointApplyConfiguration) *ServiceDataApplyConfiguration {
+	for i := range values {
+		if values[i] == nil {
+			panic("nil value passed to WithCheckpoints")
+		}
+		b.Checkpoints = append(b.Checkpoints, *values[i])
+	}
 	return b
 }

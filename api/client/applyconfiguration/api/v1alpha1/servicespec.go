@@ -38,6 +38,11 @@ type ServiceSpecApplyConfiguration struct {
 	// running its own suffix, as the published user, stopping at the first
 	// error. A changed ConfigMap is run again on a new container.
 	Init *ServiceInitApplyConfiguration `json:"init,omitempty"`
+	// maxCheckpoints is how many named checkpoints the service may keep
+	// (default and ceiling: the manager's --max-checkpoints, itself at most
+	// 100); a Checkpoint of a new name past it fails, naming the limit. Each
+	// also counts against the service's memory.
+	MaxCheckpoints *int32 `json:"maxCheckpoints,omitempty"`
 }
 
 // ServiceSpecApplyConfiguration constructs a declarative configuration of the ServiceSpec type for use with
@@ -85,5 +90,13 @@ func (b *ServiceSpecApplyConfiguration) WithVersion(value string) *ServiceSpecAp
 // If called multiple times, the Init field is set to the value of the last call.
 func (b *ServiceSpecApplyConfiguration) WithInit(value *ServiceInitApplyConfiguration) *ServiceSpecApplyConfiguration {
 	b.Init = value
+	return b
+}
+
+// WithMaxCheckpoints sets the MaxCheckpoints field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the MaxCheckpoints field is set to the value of the last call.
+func (b *ServiceSpecApplyConfiguration) WithMaxCheckpoints(value int32) *ServiceSpecApplyConfiguration {
+	b.MaxCheckpoints = &value
 	return b
 }
