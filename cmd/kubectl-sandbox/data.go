@@ -22,29 +22,35 @@ import (
 	"github.com/roboco-sandbox/sandbox-controller/api/wait"
 )
 
-// dataVerb is one of reset, checkpoint and restore: its action, and the word
-// for a service that did it.
+// dataVerb is one of reset, checkpoint, restore and delete-checkpoint: its
+// action, the word for a service that did it, and how it takes --name (not
+// at all, latest by default, or required).
 type dataVerb struct {
-	action      sandboxv1.DataAction
-	done, short string
+	action          sandboxv1.DataAction
+	use, done       string
+	short           string
+	named, mustName bool
 }
 
 var dataVerbs = []dataVerb{
-	{sandboxv1.DataReset, "reset", "Reset a Sandbox's data to its initial state (as its init scripts left it, or empty)"},
-	{sandboxv1.DataCheckpoint, "checkpointed", "Record a Sandbox's current data as its checkpoint, replacing the last one"},
-	{sandboxv1.DataRestore, "restored", "Restore a Sandbox's data to its last checkpoint"},
+	{sandboxv1.DataReset, "reset", "reset", "Reset a Sandbox's data to its initial state (as its init scripts left it, or empty)", false, false},
+	{sandboxv1.DataCheckpoint, "checkpoint", "checkpointed", "Record a Sandbox's current data as a checkpoint of a name (--name, default latest), replacing one of that name", true, false},
+	{sandboxv1.DataRestore, "restore", "restored", "Restore a Sandbox's data to its checkpoint of a name (--name, default latest)", true, false},
+	{sandboxv1.DataDeleteCheckpoint, "delete-checkpoint", "deleted", "Delete a Sandbox's checkpoint of a name (--name), and the memory it took", true, true},
 }
 
 // engines are the --service values a Sandbox can name.
 var engines = []sandboxv1.Engine{sandboxv1.EnginePostgres, sandboxv1.EngineRedis, sandboxv1.EngineMongo}
 
-// newData is `reset|checkpoint|restore NAME`: writes spec.data with a fresh id,
-// waits for status.data to finish it, and prints what each service did.
+// newData is `reset|checkpoint|restore|delete-checkpoint NAME`: writes
+// spec.data with a fresh id, waits for status.data to finish it, and prints
+// what each service did.
 func newData(c clients, streams genericiooptions.IOStreams, v dataVerb) *cobra.Command {
 	timeout := 60 * time.Second
 	var services []string
+	var checkpoint string
 	cmd := &cobra.Command{
-		Use:   strings.ToLower(string(v.action)) + " NAME",
+		Use:   v.use + " NAME",
 		Short: v.short,
 		Long: v.short + `.
 
@@ -68,7 +74,7 @@ the engine's words) or on --timeout (saying what it still waits for).`,
 			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
 			defer cancel()
 			sandboxes := cs.SandboxV1alpha1().Sandboxes(ns)
-			req := sandboxv1.DataRequest{ID: newDataID(v.action), Action: v.action, Services: named}
+			req := sandboxv1.DataRequest{ID: newDataID(v.action), Action: v.action, Services: named, Name: checkpoint}
 			sb, err := requestData(ctx, sandboxes, args[0], req)
 			if err != nil {
 				return err
@@ -83,6 +89,12 @@ the engine's words) or on --timeout (saying what it still waits for).`,
 	cmd.Flags().StringSliceVar(&services, "service", nil,
 		"only these engines of the Sandbox: postgres, redis or mongo (repeat or comma-separate); default every service")
 	cmd.Flags().DurationVar(&timeout, "timeout", timeout, "how long to wait for every service named to finish")
+	if v.named {
+		cmd.Flags().StringVar(&checkpoint, "name", "", "the checkpoint's name: lowercase letters, digits and '-' (default latest)")
+	}
+	if v.mustName {
+		_ = cmd.MarkFlagRequired("name") // the flag was just added
+	}
 	return cmd
 }
 
@@ -107,16 +119,19 @@ func newDataID(a sandboxv1.DataAction) string {
 	return fmt.Sprintf("%s-%d-%s", strings.ToLower(string(a)), time.Now().UnixMilli(), strings.ToLower(rand.Text()[:6]))
 }
 
-// requestData writes spec.data in one merge patch. services is written even
-// when none are named: null drops an earlier request's list, which a merge
+// requestData writes spec.data in one merge patch. services and name are
+// written even when unset: null drops an earlier request's, which a merge
 // patch would otherwise keep.
 func requestData(ctx context.Context, sandboxes typed.SandboxInterface, name string, req sandboxv1.DataRequest) (*sandboxv1.Sandbox, error) {
-	var services any
+	var services, checkpoint any
 	if len(req.Services) > 0 {
 		services = req.Services
 	}
+	if req.Name != "" {
+		checkpoint = req.Name
+	}
 	body, err := json.Marshal(map[string]any{"spec": map[string]any{"data": map[string]any{
-		"id": req.ID, "action": req.Action, "services": services}}})
+		"id": req.ID, "action": req.Action, "services": services, "name": checkpoint}}})
 	if err != nil {
 		return nil, err
 	}
@@ -143,9 +158,13 @@ func report(out io.Writer, sb *sandboxv1.Sandbox, req sandboxv1.DataRequest, v d
 		return waitErr
 	case sb.Status.Data.Phase == sandboxv1.DataFailed:
 		why := cmp.Or(strings.Join(failed, "; "), sb.Status.Data.Message)
-		return fmt.Errorf("sandbox/%s: %s %s failed on %s", sb.Name, strings.ToLower(string(v.action)), req.ID, why)
+		return fmt.Errorf("sandbox/%s: %s %s failed on %s", sb.Name, v.use, req.ID, why)
 	}
-	_, err = fmt.Fprintf(out, "sandbox/%s %s (request %s)\n", sb.Name, v.done, req.ID)
+	of := ""
+	if req.Name != "" {
+		of = " checkpoint " + req.Name
+	}
+	_, err = fmt.Fprintf(out, "sandbox/%s %s%s (request %s)\n", sb.Name, v.done, of, req.ID)
 	return err
 }
 
@@ -178,6 +197,8 @@ func lastOp(d *sandboxv1.ServiceData, a sandboxv1.DataAction) *sandboxv1.DataOpe
 		return d.LastReset
 	case sandboxv1.DataCheckpoint:
 		return d.LastCheckpoint
+	case sandboxv1.DataRestore:
+		return d.LastRestore
 	}
-	return d.LastRestore
+	return nil
 }

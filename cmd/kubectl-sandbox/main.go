@@ -79,7 +79,7 @@ and restores their data (reset|checkpoint|restore NAME [--service ENGINE]...).`,
 	}
 	c.flags.AddFlags(root.PersistentFlags())
 	root.AddCommand(newGet(c, streams, "get"), newGet(c, streams, "list"), newDescribe(c, streams),
-		newWait(c, streams), newEnv(c, streams))
+		newWait(c, streams), newEnv(c, streams), newCheckpoints(c, streams))
 	for _, v := range dataVerbs {
 		root.AddCommand(newData(c, streams, v))
 	}
