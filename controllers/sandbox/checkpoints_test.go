@@ -30,7 +30,9 @@ var _ = Describe("Named checkpoints (spec.data.name)", func() {
 	BeforeEach(func() {
 		sim = ct.NewHost()
 		ns = ct.NewNamespace()
-		stop := ct.StartManager(sim, ct.TestOptions())
+		opts := ct.TestOptions()
+		opts.CheckpointsRelist = 300 * time.Millisecond
+		stop := ct.StartManager(sim, opts)
 		DeferCleanup(func() { stop() })
 	})
 
@@ -94,7 +96,7 @@ var _ = Describe("Named checkpoints (spec.data.name)", func() {
 		Expect(checkpointsOf(sb)()).To(Equal([]string{"a:[redis]", "b:[redis]"}))
 	})
 
-	It("reports checkpoints lost: dropped in the container, or gone with a container made again", func() {
+	It("reports checkpoints lost: dropped in the container (found by a listing of its own), or gone with a container made again", func() {
 		sb := ct.NewSandbox(ns, "lost", "ckpt-lost", "redis")
 		Expect(k8sClient.Create(ctx, sb)).To(Succeed())
 		ct.WaitReady(sb)
@@ -104,10 +106,11 @@ var _ = Describe("Named checkpoints (spec.data.name)", func() {
 			Eventually(dataPhase(sb)).Should(Equal("c-" + n + "/Succeeded"))
 		}
 		sim.DropCheckpoint(id, "a")
+		Eventually(checkpointsOf(sb)).Should(Equal([]string{"b:[redis]"}))
+		Eventually(ct.EventMessages(sb)).Should(ContainElement(ContainSubstring("checkpoints a are gone: its container no longer holds them")))
 		requestNamed(sb, "c-c", sandboxv1.DataCheckpoint, "c")
 		Eventually(dataPhase(sb)).Should(Equal("c-c/Succeeded"))
 		Expect(checkpointsOf(sb)()).To(Equal([]string{"b:[redis]", "c:[redis]"}))
-		Eventually(ct.EventMessages(sb)).Should(ContainElement(ContainSubstring("checkpoints a are gone: its container no longer holds them")))
 
 		Expect(sim.Remove(ctx, id, time.Second)).To(Succeed())
 		Eventually(func() string { return idsOf(sb)["redis"] }).ShouldNot(Equal(id))

@@ -38,6 +38,8 @@ type recall struct {
 	secretTried bool
 	// written is the Sandbox as the last pass that wrote it left it.
 	written *sandboxv1.Sandbox
+	// listed is when each container last listed its checkpoints, by ID.
+	listed map[string]time.Time
 }
 
 func newRecalls() *recalls { return &recalls{sandboxes: map[types.NamespacedName]*recall{}} }
@@ -47,7 +49,8 @@ func (m *recalls) of(sb *sandboxv1.Sandbox) *recall {
 	key := types.NamespacedName{Namespace: sb.Namespace, Name: sb.Name}
 	rec, ok := m.sandboxes[key]
 	if !ok || rec.uid != sb.UID {
-		rec = &recall{uid: sb.UID, probes: map[string]*probeAttempts{}, aside: map[string]*asideRetry{}, creates: map[string]createRetry{}}
+		rec = &recall{uid: sb.UID, probes: map[string]*probeAttempts{}, aside: map[string]*asideRetry{}, creates: map[string]createRetry{},
+			listed: map[string]time.Time{}}
 		m.sandboxes[key] = rec
 	}
 	return rec

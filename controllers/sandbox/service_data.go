@@ -32,7 +32,10 @@ func (r *Reconciler) serviceData(ctx context.Context, w serviceWork, res service
 		r.checkpointsLost(w, &res, data.Held(res.status.Data, res.status.ContainerID), "its container was made again")
 	}
 	req := data.Requested(w.sb, res.status.Engine, res.status.Data)
-	if req == nil || !res.status.Ready {
+	if req == nil {
+		return r.relist(ctx, w, res)
+	}
+	if !res.status.Ready {
 		return res
 	}
 	call := data.Call(req, r.Options.Checkpoints(maxCheckpoints(w.sb, res.status.Engine)))
@@ -61,6 +64,7 @@ func (r *Reconciler) dataDone(w serviceWork, res serviceResult, req *sandboxv1.D
 		ContainerID: res.status.ContainerID, DurationMilliseconds: run.Took.Milliseconds()}
 	res.status.Data = data.Record(res.status.Data, req, run.Failed, done)
 	if run.Listed {
+		r.recalls.listedAt(w.sb, res.status.ContainerID)
 		deleted := ""
 		if call.Op == engine.OpDelete {
 			deleted = call.Checkpoint

@@ -1,6 +1,10 @@
 package options
 
-import sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
+import (
+	"time"
+
+	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
+)
 
 // DefaultMaxCheckpoints is --max-checkpoints' default.
 const DefaultMaxCheckpoints = 32
@@ -24,4 +28,12 @@ func (o Options) validateCheckpoints(bad func(format string, args ...any)) {
 	if o.MaxCheckpoints < 0 || o.MaxCheckpoints > sandboxv1.MaxCheckpointsCeiling {
 		bad("--max-checkpoints must be from 1 to %d, such as %d, not %d", sandboxv1.MaxCheckpointsCeiling, DefaultMaxCheckpoints, o.MaxCheckpoints)
 	}
+}
+
+// Relist is CheckpointsRelist, or its default.
+func (o Options) Relist() time.Duration {
+	if o.CheckpointsRelist <= 0 {
+		return time.Minute
+	}
+	return o.CheckpointsRelist
 }

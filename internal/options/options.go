@@ -95,6 +95,10 @@ type Options struct {
 	// MaxCheckpoints is how many named checkpoints a service keeps at most,
 	// and by default (spec.services[].maxCheckpoints; 0: 32). See Checkpoints.
 	MaxCheckpoints int
+	// CheckpointsRelist is how often a service holding checkpoints has its
+	// container list them again (0: a minute), so that status.checkpoints
+	// drops one the agent removed in the container.
+	CheckpointsRelist time.Duration
 }
 
 // DefaultOptions are the manager's defaults.

@@ -1,0 +1,80 @@
+package sandbox
+
+import (
+	"context"
+	"strconv"
+	"time"
+
+	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
+	"github.com/roboco-sandbox/sandbox-controller/controllers/sandbox/data"
+	"github.com/roboco-sandbox/sandbox-controller/internal/engine"
+	"github.com/roboco-sandbox/sandbox-controller/internal/host"
+)
+
+// relist has a ready service that holds checkpoints, and no request to do,
+// list them again once every Options.Relist, as a step beside the pass: so
+// status.checkpoints never names for long one its container no longer holds
+// (the agent is a superuser there, and may drop one). A new request
+// supersedes a listing still running.
+func (r *Reconciler) relist(ctx context.Context, w serviceWork, res serviceResult) serviceResult {
+	d, container := res.status.Data, res.status.ContainerID
+	if d == nil || len(d.Checkpoints) == 0 || !res.status.Ready {
+		return res
+	}
+	every := r.Options.Relist()
+	if wait := r.recalls.listDue(w.sb, container, every); wait > 0 {
+		res.after(wait)
+		return res
+	}
+	c, err := r.Host.Inspect(ctx, container)
+	if err != nil {
+		return res.dockerFailed(ctx, err, "inspecting "+w.svc.Container.Name+" to list its checkpoints")
+	}
+	// Note: a key of its own per listing, since a step runs once per key.
+	call := engine.DataCall{Op: engine.OpList, Request: "list-" + strconv.FormatInt(time.Now().UnixNano(), 36)}
+	run, err := r.Host.Data(ctx, w.svc, c, host.Address(c, w.svc.Network), call)
+	switch {
+	case err != nil:
+		return res.dockerFailed(ctx, err, "listing the checkpoints of "+w.svc.Container.Name)
+	case run.Running:
+		res.after(run.Poll)
+		return res
+	}
+	r.recalls.listedAt(w.sb, container)
+	if run.Listed {
+		r.checkpointsLost(w, &res, data.Listed(d, run.Checkpoints, container, ""), "its container no longer holds them")
+	}
+	res.after(every)
+	return res
+}
+
+// listDue says how long until container's checkpoints are to be listed
+// again (0: now): every after the last listing this manager saw, and at
+// once after a restart.
+func (m *recalls) listDue(sb *sandboxv1.Sandbox, container string, every time.Duration) time.Duration {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	last, ok := m.of(sb).listed[container]
+	if !ok {
+		return 0
+	}
+	return max(0, every-time.Since(last))
+}
+
+// listedAt records that container listed its checkpoints now, and forgets
+// the containers sb no longer runs.
+func (m *recalls) listedAt(sb *sandboxv1.Sandbox, container string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	listed := m.of(sb).listed
+	keep := map[string]bool{}
+	for _, s := range sb.Status.Services {
+		keep[s.ContainerID] = true
+	}
+	for id := range listed {
+		if !keep[id] {
+			delete(listed, id)
+		}
+	}
+	listed[container] = time.Now()
+}
