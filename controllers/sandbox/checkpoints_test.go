@@ -24,15 +24,17 @@ func checkpointsOf(sb *sandboxv1.Sandbox) func() []string {
 
 var _ = Describe("Named checkpoints (spec.data.name)", func() {
 	var (
-		sim *ct.EngineSim
-		ns  string
+		sim  *ct.EngineSim
+		ns   string
+		opts ct.Options
+		stop func()
 	)
 	BeforeEach(func() {
 		sim = ct.NewHost()
 		ns = ct.NewNamespace()
-		opts := ct.TestOptions()
+		opts = ct.TestOptions()
 		opts.CheckpointsRelist = 300 * time.Millisecond
-		stop := ct.StartManager(sim, opts)
+		stop = ct.StartManager(sim, opts)
 		DeferCleanup(func() { stop() })
 	})
 
@@ -117,6 +119,24 @@ var _ = Describe("Named checkpoints (spec.data.name)", func() {
 		ct.WaitReady(sb)
 		Eventually(checkpointsOf(sb)).Should(BeEmpty())
 		Eventually(ct.EventMessages(sb)).Should(ContainElement(ContainSubstring("checkpoints b, c are gone: its container was made again")))
+	})
+
+	It("lists, after an upgrade, the checkpoint a release before names took (its status lists none)", func() {
+		sb := ct.NewSandbox(ns, "upgraded", "ckpt-upgraded", "redis")
+		Expect(k8sClient.Create(ctx, sb)).To(Succeed())
+		ct.WaitReady(sb)
+		requestData(sb, "c1", sandboxv1.DataCheckpoint)
+		Eventually(dataPhase(sb)).Should(Equal("c1/Succeeded"))
+		Expect(checkpointsOf(sb)()).To(Equal([]string{"latest:[redis]"}))
+
+		By("the status as a release before names left it, read by a new manager")
+		stop()
+		got := ct.Get(sb)
+		got.Status.Checkpoints, got.Status.Services[0].Data.Checkpoints = nil, nil
+		Expect(k8sClient.Status().Update(ctx, got)).To(Succeed())
+		Expect(checkpointsOf(sb)()).To(BeEmpty())
+		stop = ct.StartManager(sim, opts)
+		Eventually(checkpointsOf(sb)).Should(Equal([]string{"latest:[redis]"}))
 	})
 
 	It("refuses, at the API server, a name on a Reset and a name that is not a checkpoint's", func() {

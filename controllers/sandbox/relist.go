@@ -18,7 +18,7 @@ import (
 // supersedes a listing still running.
 func (r *Reconciler) relist(ctx context.Context, w serviceWork, res serviceResult) serviceResult {
 	d, container := res.status.Data, res.status.ContainerID
-	if d == nil || len(d.Checkpoints) == 0 || !res.status.Ready {
+	if d == nil || !res.status.Ready || len(d.Checkpoints) == 0 && !r.unlisted(w.sb, d, container) {
 		return res
 	}
 	every := r.Options.Relist()
@@ -46,6 +46,19 @@ func (r *Reconciler) relist(ctx context.Context, w serviceWork, res serviceResul
 	}
 	res.after(every)
 	return res
+}
+
+// unlisted says whether d's container took a checkpoint this manager has
+// not seen listed: one a release before named checkpoints took (its status
+// lists none), or one whose listing a restarted manager has not seen.
+func (r *Reconciler) unlisted(sb *sandboxv1.Sandbox, d *sandboxv1.ServiceData, container string) bool {
+	if d.LastCheckpoint == nil || d.LastCheckpoint.ContainerID != container {
+		return false
+	}
+	r.recalls.mu.Lock()
+	defer r.recalls.mu.Unlock()
+	_, seen := r.recalls.of(sb).listed[container]
+	return !seen
 }
 
 // listDue says how long until container's checkpoints are to be listed
