@@ -46,7 +46,7 @@ ck=` + pgSnapshotNamed + `$NAME
 [ "$NAME" = latest ] && ck=` + pgSnapshotCheckpoint + `
 src= dst= what= copy=true del=false list=false
 case $OP in
-checkpoint) src=` + postgresDB + ` dst=$ck what="checkpoint $NAME" list=true ;;
+checkpoint) src=` + postgresDB + ` dst=$ck what="a checkpoint ($NAME)" list=true ;;
 initial) src=` + postgresDB + ` dst=` + pgSnapshotInitial + ` what="the initial snapshot" ;;
 restore) src=$ck dst=` + postgresDB + ` what="restoring checkpoint $NAME" ;;
 reset) dst=` + postgresDB + ` what="a reset" ;;

@@ -90,7 +90,7 @@ case $OP in
 checkpoint)
 	held
 	[ -e "$dir/$ck" ] || toomany "$N"
-	save "$ck" "checkpoint $NAME"
+	save "$ck" "a checkpoint ($NAME)"
 	list ;;
 initial) [ -e "$dir/sandbox-initial.rdb" ] || save sandbox-initial.rdb "the initial snapshot" ;;
 restore)

@@ -11,10 +11,20 @@ import (
 // (services: every one when none is given).
 func requestData(t *testing.T, ns, name, id, action string, services ...string) {
 	t.Helper()
-	// Note: a merge patch keeps the fields it leaves out: services is null, not absent, to mean all.
-	svc := `,"services":null`
+	requestNamed(t, ns, name, id, action, "", services...)
+}
+
+// requestNamed is requestData for the checkpoint of a name ("": latest).
+func requestNamed(t *testing.T, ns, name, id, action, checkpoint string, services ...string) {
+	t.Helper()
+	// Note: a merge patch keeps the fields it leaves out: services and name
+	// are null, not absent, to mean all and latest.
+	svc := `,"services":null,"name":null`
 	if len(services) > 0 {
-		svc = `,"services":["` + strings.Join(services, `","`) + `"]`
+		svc = `,"services":["` + strings.Join(services, `","`) + `"],"name":null`
+	}
+	if checkpoint != "" {
+		svc = strings.Replace(svc, `"name":null`, fmt.Sprintf(`"name":%q`, checkpoint), 1)
 	}
 	kubectl(t, "patch", "sandbox", name, "-n", ns, "--type", "merge", "-p",
 		fmt.Sprintf(`{"spec":{"data":{"id":%q,"action":%q%s}}}`, id, action, svc))
@@ -146,7 +156,7 @@ spec:
 		t.Fatalf("a checkpoint too big for the limit is %s; want Failed", phase)
 	}
 	msg := sandboxField(t, ns, "big", "{.status.data.message}")
-	for _, want := range []string{"a checkpoint needs", "MiB of memory", "of its 96 MiB limit", "resources.memory"} {
+	for _, want := range []string{"a checkpoint (latest) needs", "MiB of memory", "of its 96 MiB limit", "resources.memory"} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("the failure says %q; want it to say %q", msg, want)
 		}
