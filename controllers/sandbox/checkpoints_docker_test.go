@@ -64,6 +64,7 @@ var _ = Describe("Named checkpoints on the real Docker engine", Label("docker"),
 		Expect(err).NotTo(HaveOccurred())
 		opts := ct.RealOptions(rd, time.Minute)
 		opts.Images["postgres"] = engine.Images{Default: img.Plain["postgres"]}
+		opts.CheckpointsRelist = time.Second
 		ct.StartManager(driver, opts)
 		ns = ct.NewNamespace()
 		sb = ct.NewSandbox(ns, "ckpt", "ckpt-"+rd.RunID, "postgres", "redis")
@@ -72,7 +73,7 @@ var _ = Describe("Named checkpoints on the real Docker engine", Label("docker"),
 		ids = idsOf(sb)
 	})
 
-	It("keeps 32 by name, each restorable, refuses a 33rd naming the limit, deletes one, and reports one an agent dropped", func() {
+	It("keeps 32 by name, each restorable, refuses a 33rd naming the limit, deletes one, and finds one an agent dropped by listing", func() {
 		for i := range 32 {
 			write(i)
 			ask(fmt.Sprintf("c%d", i), sandboxv1.DataCheckpoint, fmt.Sprintf("n%d", i), "Succeeded")
@@ -100,8 +101,8 @@ var _ = Describe("Named checkpoints on the real Docker engine", Label("docker"),
 
 		By("one the agent dropped is reported lost at the next listing")
 		psqlIn(driver, ids["postgres"], "DROP DATABASE _sandbox_ckpt_n1")
+		Eventually(checkpointsOf(sb), time.Minute, 200*time.Millisecond).Should(ContainElement("n1:[redis]"))
 		ask("d-after", sandboxv1.DataDeleteCheckpoint, "after", "Succeeded")
-		Expect(checkpointsOf(sb)()).To(ContainElement("n1:[redis]"))
 		Eventually(ct.EventReasons(sb)).Should(ContainElement(sandboxv1.EventCheckpointsLost))
 		Expect(idsOf(sb)).To(Equal(ids), "the containers were replaced")
 	})

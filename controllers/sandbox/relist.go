@@ -7,8 +7,8 @@ import (
 
 	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
 	"github.com/roboco-sandbox/sandbox-controller/controllers/sandbox/data"
+	dd "github.com/roboco-sandbox/sandbox-controller/internal/dockerdriver"
 	"github.com/roboco-sandbox/sandbox-controller/internal/engine"
-	"github.com/roboco-sandbox/sandbox-controller/internal/host"
 )
 
 // relist has a ready service that holds checkpoints, and no request to do,
@@ -26,13 +26,11 @@ func (r *Reconciler) relist(ctx context.Context, w serviceWork, res serviceResul
 		res.after(wait)
 		return res
 	}
-	c, err := r.Host.Inspect(ctx, container)
-	if err != nil {
-		return res.dockerFailed(ctx, err, "inspecting "+w.svc.Container.Name+" to list its checkpoints")
-	}
-	// Note: a key of its own per listing, since a step runs once per key.
+	// Note: a key of its own per listing, since a step runs once per key. No
+	// inspect: a listing reads the engine over its local socket or loopback,
+	// not at the container's address.
 	call := engine.DataCall{Op: engine.OpList, Request: "list-" + strconv.FormatInt(time.Now().UnixNano(), 36)}
-	run, err := r.Host.Data(ctx, w.svc, c, host.Address(c, w.svc.Network), call)
+	run, err := r.Host.Data(ctx, w.svc, dd.Container{ID: container}, "127.0.0.1", call)
 	switch {
 	case err != nil:
 		return res.dockerFailed(ctx, err, "listing the checkpoints of "+w.svc.Container.Name)

@@ -25,6 +25,7 @@ type dataCut struct {
 	rec     *record
 	id      string
 	action  sandboxv1.DataAction
+	name    string // the checkpoint taken before, and restored or taken again by the cut request
 	engines []string
 	daemon  bool // cut by a dockerd restart (tmpfs lost), not a manager SIGKILL
 }
@@ -35,9 +36,10 @@ const (
 	valWritten      = "written"
 )
 
-// cutData checkpoints a known value in a live Sandbox's postgres and redis,
-// writes another, asks for a restore or a reset, and cuts it at a random
-// instant: a SIGKILL of the manager driving the host, or a dockerd restart.
+// cutData checkpoints a known value in a live Sandbox's postgres and redis
+// under one of three names, writes another, asks for a restore, a reset or
+// a checkpoint of that name again, and cuts it at a random instant: a
+// SIGKILL of the manager driving the host, or a dockerd restart.
 func (r *run) cutData(ctx context.Context, c *cycle, rnd *rand.Rand) error {
 	r.w.ops.Lock()
 	defer r.w.ops.Unlock()
@@ -46,7 +48,7 @@ func (r *run) cutData(ctx context.Context, c *cycle, rnd *rand.Rand) error {
 		return nil // a fault of another kind is still settling: nothing to cut
 	}
 	rec := r.w.record(sb.Name)
-	cut := &dataCut{rec: rec, id: fmt.Sprintf("cut-%d", c.n), action: sandboxv1.DataRestore}
+	cut := &dataCut{rec: rec, id: fmt.Sprintf("cut-%d", c.n), action: sandboxv1.DataRestore, name: []string{"", "a", "b"}[rnd.IntN(3)]}
 	for _, e := range []string{"postgres", "redis"} {
 		if rec != nil && rec.containers[e] != "" {
 			cut.engines = append(cut.engines, e)
@@ -62,7 +64,7 @@ func (r *run) cutData(ctx context.Context, c *cycle, rnd *rand.Rand) error {
 		}
 	}
 	ck := fmt.Sprintf("ck-%d", c.n)
-	if err := r.requestData(ctx, sb.Name, ck, sandboxv1.DataCheckpoint, cut.engines); err != nil {
+	if err := r.requestData(ctx, sb.Name, ck, sandboxv1.DataCheckpoint, cut.name, cut.engines); err != nil {
 		return err
 	}
 	if phase, msg := r.dataDone(ctx, sb.Name, ck, r.s.bound); phase != sandboxv1.DataSucceeded {
@@ -72,13 +74,20 @@ func (r *run) cutData(ctx context.Context, c *cycle, rnd *rand.Rand) error {
 	for _, e := range cut.engines {
 		_ = r.setValue(ctx, rec, e, valWritten)
 	}
-	if rnd.IntN(2) == 0 {
+	switch rnd.IntN(3) {
+	case 0:
 		cut.action = sandboxv1.DataReset
 		for _, e := range cut.engines {
 			c.cause.services[string(rec.uid)+"/"+e] = true // a reset explains the data marker's loss
 		}
+	case 1:
+		cut.action = sandboxv1.DataCheckpoint
 	}
-	if err := r.requestData(ctx, sb.Name, cut.id, cut.action, cut.engines); err != nil {
+	name := cut.name
+	if cut.action == sandboxv1.DataReset {
+		name = ""
+	}
+	if err := r.requestData(ctx, sb.Name, cut.id, cut.action, name, cut.engines); err != nil {
 		return err
 	}
 	sleep(ctx, between(rnd, time.Millisecond, 400*time.Millisecond))
@@ -114,6 +123,12 @@ func (r *run) checkDataCut(ctx context.Context, c *cycle) {
 		return
 	}
 	want := map[bool]string{true: valCheckpointed, false: ""}[cut.action == sandboxv1.DataRestore && !cut.daemon]
+	if cut.action == sandboxv1.DataCheckpoint && !r.restoreCut(ctx, cut) {
+		return
+	}
+	if cut.action == sandboxv1.DataCheckpoint && !cut.daemon {
+		want = valWritten
+	}
 	for _, e := range cut.engines {
 		got, err := r.value(ctx, cut.rec, e)
 		if err != nil {
@@ -135,8 +150,33 @@ func ready(sb *sandboxv1.Sandbox) bool {
 	return false
 }
 
-func (r *run) requestData(ctx context.Context, name, id string, action sandboxv1.DataAction, engines []string) error {
-	body, _ := json.Marshal(map[string]any{"spec": map[string]any{"data": map[string]any{"id": id, "action": action, "services": engines}}})
+// restoreCut restores the checkpoint a cut request took again, so that its
+// data is checked: the one written before the cut, whole (or, after a dockerd
+// restart, none, or no checkpoint at all). ok is false when that is all.
+func (r *run) restoreCut(ctx context.Context, cut *dataCut) (ok bool) {
+	id := cut.id + "-restore"
+	if err := r.requestData(ctx, cut.rec.name, id, sandboxv1.DataRestore, cut.name, cut.engines); err != nil {
+		r.violate(invDataOp, fmt.Sprintf("%s: asking to restore the checkpoint %s took: %v", cut.rec.name, cut.id, err))
+		return false
+	}
+	phase, msg := r.dataDone(ctx, cut.rec.name, id, r.s.bound)
+	switch {
+	case phase == sandboxv1.DataFailed && cut.daemon && strings.Contains(msg, "no checkpoint"):
+		return false
+	case phase != sandboxv1.DataSucceeded:
+		r.violate(invDataOp, fmt.Sprintf("%s: restoring the checkpoint %s took (cut short): %q: %s", cut.rec.name, cut.id, phase, msg))
+		return false
+	}
+	return true
+}
+
+// requestData asks for action of the checkpoint name ("": latest, or none).
+func (r *run) requestData(ctx context.Context, name, id string, action sandboxv1.DataAction, checkpoint string, engines []string) error {
+	var n any
+	if checkpoint != "" {
+		n = checkpoint
+	}
+	body, _ := json.Marshal(map[string]any{"spec": map[string]any{"data": map[string]any{"id": id, "action": action, "services": engines, "name": n}}})
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	sb := &sandboxv1.Sandbox{}

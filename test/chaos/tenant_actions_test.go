@@ -277,13 +277,18 @@ func (tn *tenant) scalePool(ctx context.Context, n int32) error {
 }
 
 // dataActions are what the tenant's data requests ask.
-var dataActions = []sandboxv1.DataAction{sandboxv1.DataCheckpoint, sandboxv1.DataRestore, sandboxv1.DataReset}
+var dataActions = []sandboxv1.DataAction{sandboxv1.DataCheckpoint, sandboxv1.DataRestore, sandboxv1.DataReset, sandboxv1.DataDeleteCheckpoint}
 
-// data asks for a checkpoint, a restore or a reset under one of three ids:
-// an id reused with another action is another request, with the same one
-// it is the request already done.
+// data asks for a checkpoint, a restore, a reset or a deletion under one of
+// three ids, of one of three checkpoints (latest, a, b): an id reused with
+// another action or name is another request, with the same ones it is the
+// request already done.
 func (tn *tenant) data(s *sandboxv1.SandboxSpec) {
-	s.Data = &sandboxv1.DataRequest{ID: "d" + strconv.Itoa(tn.rnd.IntN(3)), Action: dataActions[tn.rnd.IntN(len(dataActions))]}
+	req := &sandboxv1.DataRequest{ID: "d" + strconv.Itoa(tn.rnd.IntN(3)), Action: dataActions[tn.rnd.IntN(len(dataActions))]}
+	if req.Action != sandboxv1.DataReset {
+		req.Name = []string{"", "a", "b"}[tn.rnd.IntN(3)]
+	}
+	s.Data = req
 }
 
 // network moves the Sandbox to the run's network, to one that does not
