@@ -10,6 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/duration"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	sandboxv1 "github.com/roboco-sandbox/sandbox-controller/api/v1alpha1"
 )
 
 // newCheckpoints is `checkpoints NAME`: the Sandbox's checkpoints (its
@@ -46,20 +48,25 @@ func newCheckpoints(c clients, streams genericiooptions.IOStreams) *cobra.Comman
 				return enc.Encode(list)
 			}
 			w := newLines(streams.Out)
-			w.f("NAME\tSERVICES\tTAKEN\tSIZE\n")
-			for _, ck := range list {
-				services := make([]string, 0, len(ck.Services))
-				for _, e := range ck.Services {
-					services = append(services, string(e))
-				}
-				w.f("%s\t%s\t%s ago\t%s\n", ck.Name, strings.Join(services, ","),
-					duration.HumanDuration(time.Since(ck.Time.Time)), humanBytes(ck.SizeBytes))
-			}
+			checkpointRows(w, "", list)
 			return w.flush()
 		},
 	}
 	cmd.Flags().StringVarP(&output, "output", "o", "", "json: status.checkpoints as JSON")
 	return cmd
+}
+
+// checkpointRows writes list as a table, each line after indent.
+func checkpointRows(w *lines, indent string, list []sandboxv1.SandboxCheckpoint) {
+	w.f("%sNAME\tSERVICES\tTAKEN\tSIZE\n", indent)
+	for _, ck := range list {
+		services := make([]string, 0, len(ck.Services))
+		for _, e := range ck.Services {
+			services = append(services, string(e))
+		}
+		w.f("%s%s\t%s\t%s ago\t%s\n", indent, ck.Name, strings.Join(services, ","),
+			duration.HumanDuration(time.Since(ck.Time.Time)), humanBytes(ck.SizeBytes))
+	}
 }
 
 // humanBytes is n in B, KiB, MiB or GiB, one decimal past KiB.

@@ -41,7 +41,7 @@ func TestNamedCheckpoints(t *testing.T) {
 			t.Errorf("a restore without --name kept the name %q of the request before", req.Name)
 		}
 	})
-	t.Run("checkpoints: a table, and -o json", func(t *testing.T) {
+	t.Run("checkpoints: a table, -o json, and in describe", func(t *testing.T) {
 		out, err := run(t, "-n", "team-n", "checkpoints", "be-dev-4")
 		if err != nil || !regexp.MustCompile(`(?m)^NAME +SERVICES +TAKEN +SIZE\nmigrated +postgres,redis +\S+ ago +7\.0MiB$`).MatchString(out) {
 			t.Errorf("checkpoints: %v\n%s", err, out)
@@ -50,6 +50,10 @@ func TestNamedCheckpoints(t *testing.T) {
 		var list []sandboxv1.SandboxCheckpoint
 		if err != nil || json.Unmarshal([]byte(out), &list) != nil || len(list) != 1 || list[0].Name != "migrated" || list[0].SizeBytes != 7<<20 {
 			t.Errorf("checkpoints -o json: %v\n%s", err, out)
+		}
+		out, err = run(t, "-n", "team-n", "describe", "be-dev-4")
+		if err != nil || !regexp.MustCompile(`(?m)^Checkpoints:\n +NAME +SERVICES +TAKEN +SIZE\n +migrated +postgres,redis +\S+ ago +7\.0MiB$`).MatchString(out) {
+			t.Errorf("describe's checkpoints: %v\n%s", err, out)
 		}
 		if _, err := run(t, "-n", "team-n", "checkpoints", "be-dev-4", "-o", "yaml"); err == nil || !strings.Contains(err.Error(), "must be json") {
 			t.Errorf("checkpoints -o yaml: %v", err)

@@ -52,6 +52,10 @@ func describe(out io.Writer, sb *sandboxv1.Sandbox, events []corev1.Event) error
 	for _, s := range sb.Status.Services {
 		w.f("  %s\t%s\t%s\t%s:%d\t%t\t%d\t%v\n", s.Engine, cmp.Or(s.Version, "-"), s.ContainerName, s.Host, s.Port, s.Ready, s.Restarts, s.Features)
 	}
+	if len(sb.Status.Checkpoints) > 0 {
+		w.f("\nCheckpoints:\n")
+		checkpointRows(w, "  ", sb.Status.Checkpoints)
+	}
 	w.f("\nConditions:\n  TYPE\tSTATUS\tREASON\tSINCE\tMESSAGE\n")
 	for _, c := range sb.Status.Conditions {
 		w.f("  %s\t%s\t%s\t%s\t%s\n", c.Type, c.Status, c.Reason, age(c.LastTransitionTime), c.Message)
