@@ -34,7 +34,9 @@ func TestDataNamedLoop(t *testing.T) {
 			t.Fatalf("%s %s of %s: %s, want %s: %s", action, id, checkpoint, phase, want, sandboxField(t, ns, "named", "{.status.data.message}"))
 		}
 	}
-	checkpoints := func() string { return sandboxField(t, ns, "named", `{range .status.checkpoints[*]}{.name}:{.services}{" "}{end}`) }
+	checkpoints := func() string {
+		return sandboxField(t, ns, "named", `{range .status.checkpoints[*]}{.name}:{.services}{" "}{end}`)
+	}
 
 	write(1)
 	ask("c-a", "Checkpoint", "a", "Succeeded")
