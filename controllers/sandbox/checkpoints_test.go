@@ -107,8 +107,11 @@ var _ = Describe("Named checkpoints (spec.data.name)", func() {
 			requestNamed(sb, "c-"+n, sandboxv1.DataCheckpoint, n)
 			Eventually(dataPhase(sb)).Should(Equal("c-" + n + "/Succeeded"))
 		}
+		By("a listing slower than the pass's inline wait (and than the relisting period) still ends")
+		slow := sim.SlowSteps(ct.SlowStep{ID: "data", For: 2 * time.Second})
 		sim.DropCheckpoint(id, "a")
 		Eventually(checkpointsOf(sb)).Should(Equal([]string{"b:[redis]"}))
+		slow()
 		Eventually(ct.EventMessages(sb)).Should(ContainElement(ContainSubstring("checkpoints a are gone: its container no longer holds them")))
 		requestNamed(sb, "c-c", sandboxv1.DataCheckpoint, "c")
 		Eventually(dataPhase(sb)).Should(Equal("c-c/Succeeded"))

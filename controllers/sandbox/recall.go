@@ -38,8 +38,10 @@ type recall struct {
 	secretTried bool
 	// written is the Sandbox as the last pass that wrote it left it.
 	written *sandboxv1.Sandbox
-	// listed is when each container last listed its checkpoints, by ID.
-	listed map[string]time.Time
+	// listed is when each container last listed its checkpoints, and
+	// listings the request of the listing under way, by ID.
+	listed   map[string]time.Time
+	listings map[string]string
 }
 
 func newRecalls() *recalls { return &recalls{sandboxes: map[types.NamespacedName]*recall{}} }
@@ -50,7 +52,7 @@ func (m *recalls) of(sb *sandboxv1.Sandbox) *recall {
 	rec, ok := m.sandboxes[key]
 	if !ok || rec.uid != sb.UID {
 		rec = &recall{uid: sb.UID, probes: map[string]*probeAttempts{}, aside: map[string]*asideRetry{}, creates: map[string]createRetry{},
-			listed: map[string]time.Time{}}
+			listed: map[string]time.Time{}, listings: map[string]string{}}
 		m.sandboxes[key] = rec
 	}
 	return rec

@@ -26,10 +26,11 @@ func (r *Reconciler) relist(ctx context.Context, w serviceWork, res serviceResul
 		res.after(wait)
 		return res
 	}
-	// Note: a key of its own per listing, since a step runs once per key. No
+	// Note: a key of its own per listing (a step runs once per key), kept
+	// until it ends: a new key would supersede a listing still running. No
 	// inspect: a listing reads the engine over its local socket or loopback,
 	// not at the container's address.
-	call := engine.DataCall{Op: engine.OpList, Request: "list-" + strconv.FormatInt(time.Now().UnixNano(), 36)}
+	call := engine.DataCall{Op: engine.OpList, Request: r.recalls.listing(w.sb, container)}
 	run, err := r.Host.Data(ctx, w.svc, dd.Container{ID: container}, "127.0.0.1", call)
 	switch {
 	case err != nil:
@@ -88,4 +89,19 @@ func (m *recalls) listedAt(sb *sandboxv1.Sandbox, container string) {
 		}
 	}
 	listed[container] = time.Now()
+	delete(m.of(sb).listings, container)
+}
+
+// listing is the request of container's listing: the one under way, else a
+// new one.
+func (m *recalls) listing(sb *sandboxv1.Sandbox, container string) string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	rec := m.of(sb)
+	if id, ok := rec.listings[container]; ok {
+		return id
+	}
+	id := "list-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	rec.listings[container] = id
+	return id
 }
