@@ -88,6 +88,8 @@ type dataBench struct {
 	// took is the last request's time in the manager's words (its record's
 	// durationMilliseconds): the step, without the API and the pass around it.
 	took time.Duration
+	// checkpoint names the checkpoint the next requests ask for ("": latest).
+	checkpoint string
 }
 
 // request patches spec.data and returns how long until the watch saw
@@ -103,7 +105,11 @@ func (d *dataBench) request(id, action, engine string) time.Duration {
 		t.Fatal(err)
 	}
 	defer w.Stop()
-	patch := fmt.Sprintf(`{"spec":{"data":{"id":%q,"action":%q,"services":[%q]}}}`, id, action, engine)
+	name := "null"
+	if d.checkpoint != "" {
+		name = fmt.Sprintf("%q", d.checkpoint)
+	}
+	patch := fmt.Sprintf(`{"spec":{"data":{"id":%q,"action":%q,"services":[%q],"name":%s}}}`, id, action, engine, name)
 	start := time.Now()
 	if _, err := res.Patch(ctx, d.name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
